@@ -1,0 +1,39 @@
+# Two commands on a fresh machine: `make run` and `make test`.
+# Both create the virtual environment and install what they need first.
+PYTHON ?= python3
+VENV   := .venv
+BIN    := $(VENV)/bin
+STAMP  := $(VENV)/.installed-stamp
+
+.PHONY: run test setup postgres bench docs clean
+
+# Re-install only when the project's dependencies change.
+$(STAMP): pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -e '.[test]'
+	touch $(STAMP)
+
+setup: $(STAMP)
+
+run: setup
+	$(BIN)/advisor
+
+# PostgreSQL 15 serves the multi-machine tests; install it when the image lacks it.
+postgres:
+	@if command -v initdb >/dev/null 2>&1 || ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1; then :; \
+	else echo "installing PostgreSQL (apt)"; \
+	  (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq postgresql >/dev/null) \
+	  || echo "warning: PostgreSQL could not be installed; its tests will be skipped"; fi
+
+test: setup postgres
+	$(BIN)/python -m pytest -n 2 -q $(PYTEST_ARGS)
+
+bench: setup
+	$(BIN)/python benchmarks/run_all.py
+
+docs: setup
+	$(BIN)/python -m advisor.catalog_docs --write docs/catalog.md
+
+clean:
+	rm -rf $(VENV) .pytest_cache

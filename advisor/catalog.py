@@ -1,0 +1,432 @@
+"""Load and validate the strategy catalog (``strategies/*.yaml``) into frozen dataclasses.
+
+The catalog is data: adding a strategy or a question means adding YAML, never Python.
+Every problem is reported as a :class:`CatalogError` naming the file, the key and the
+reason, so a broken catalog never ends in a traceback.
+
+Files:
+- ``questions.yaml``  the questions the engine understands (ids, choices, help)
+- ``scenarios.yaml``  the seed's scenario table (scenario → strategy, with typical answers)
+- ``pitfalls.yaml``   pitfalls shared by several strategies (referenced by id)
+- every other ``*.yaml`` one strategy, its file name equal to its ``id``
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from advisor.errors import CatalogError
+from advisor.paths import strategies_dir
+
+GRANULARITIES = ("task", "record", "event")
+QUESTION_GROUPS = ("recovery_point", "trait")
+RESERVED_FILES = ("questions.yaml", "scenarios.yaml", "pitfalls.yaml")
+
+
+@dataclass(frozen=True)
+class Choice:
+    id: str
+    label: str
+    help: str
+
+
+@dataclass(frozen=True)
+class Question:
+    id: str
+    asks: str
+    help: str
+    group: str  # "recovery_point" (the seed's Q1-Q3) or "trait"
+    choices: tuple[Choice, ...]
+
+    def choice(self, value: str) -> Choice:
+        for choice in self.choices:
+            if choice.id == value:
+                return choice
+        raise KeyError(value)
+
+    @property
+    def values(self) -> tuple[str, ...]:
+        return tuple(c.id for c in self.choices)
+
+
+@dataclass(frozen=True)
+class RecoveryPoint:
+    """A strategy's own answers to the seed's three recovery-point questions."""
+
+    where: str  # Q1 where is the recovery point stored?
+    how_often: str  # Q2 how often is it recorded?
+    duplicates: str  # Q3 how are duplicates and omissions avoided after recovery?
+
+
+@dataclass(frozen=True)
+class Pitfall:
+    id: str
+    title: str
+    problem: str
+    fix: str
+    seed: str  # where the seed says it ("4.1", "point 20", ...)
+    # question id → values for which the pitfall applies; empty = always.
+    applies_when: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+
+    def applies(self, answers: Mapping[str, str]) -> bool:
+        """An unanswered question does not rule a pitfall out: better warned than sorry."""
+        return all(
+            answers.get(q) is None or answers[q] in values for q, values in self.applies_when.items()
+        )
+
+
+@dataclass(frozen=True)
+class Fit:
+    """How one answer moves one strategy's score, and why."""
+
+    question: str
+    value: str
+    score: float
+    why: str
+
+
+@dataclass(frozen=True)
+class Note:
+    """Advice added to a recommendation when its conditions hold (mixed cases)."""
+
+    when: Mapping[str, tuple[str, ...]]
+    say: str
+
+    def holds(self, answers: Mapping[str, str]) -> bool:
+        return all(answers.get(q) in values for q, values in self.when.items())
+
+
+@dataclass(frozen=True)
+class Strategy:
+    id: str
+    name: str
+    granularity: str  # task | record | event
+    summary: str
+    recovery_point: RecoveryPoint
+    when_to_use: tuple[str, ...]
+    avoid_when: tuple[str, ...]
+    pros: tuple[str, ...]
+    cons: tuple[str, ...]
+    costs: tuple[str, ...]
+    pitfalls: tuple[Pitfall, ...]
+    references: tuple[str, ...]
+    template: str  # the Copier `strategy` answer that generates it
+    template_options: Mapping[str, object]
+    fits: tuple[Fit, ...]
+    prior: float  # score before any answer (the seed's "start with checkpoint" advice)
+    prior_why: str
+    notes: tuple[Note, ...]
+    order: int  # tie-breaker: the simpler strategy first
+
+    def fit(self, question: str, value: str) -> Fit | None:
+        for f in self.fits:
+            if f.question == question and f.value == value:
+                return f
+        return None
+
+
+@dataclass(frozen=True)
+class Scenario:
+    id: str
+    scenario: str
+    strategy: str
+    why: str
+    answers: Mapping[str, str]
+
+
+@dataclass(frozen=True)
+class Catalog:
+    questions: tuple[Question, ...]
+    strategies: tuple[Strategy, ...]
+    scenarios: tuple[Scenario, ...]
+    root: Path
+
+    def question(self, question_id: str) -> Question:
+        for q in self.questions:
+            if q.id == question_id:
+                return q
+        raise KeyError(question_id)
+
+    def strategy(self, strategy_id: str) -> Strategy:
+        for s in self.strategies:
+            if s.id == strategy_id:
+                return s
+        raise KeyError(strategy_id)
+
+    @property
+    def strategy_ids(self) -> tuple[str, ...]:
+        return tuple(s.id for s in self.strategies)
+
+    @property
+    def question_ids(self) -> tuple[str, ...]:
+        return tuple(q.id for q in self.questions)
+
+
+# --- reading -----------------------------------------------------------------------
+
+
+class _Reader:
+    """Typed access to one YAML mapping that reports the file and the dotted key on error."""
+
+    def __init__(self, path: Path, data: object, key: str = "") -> None:
+        self.path, self.key = path, key
+        if not isinstance(data, dict):
+            raise CatalogError(path, key or "(top level)", f"expected a mapping, got {_kind(data)}")
+        self.data: dict[str, Any] = data
+
+    def _k(self, key: str) -> str:
+        return f"{self.key}.{key}" if self.key else key
+
+    def error(self, key: str, reason: str) -> CatalogError:
+        return CatalogError(self.path, self._k(key), reason)
+
+    def text(self, key: str, default: str | None = None) -> str:
+        value = self.data.get(key, default)
+        if value is None:
+            raise self.error(key, "is required (a text)")
+        if not isinstance(value, str) or not value.strip():
+            raise self.error(key, f"expected a non-empty text, got {_kind(value)}")
+        return value.strip()
+
+    def number(self, key: str, default: float | None = None) -> float:
+        value = self.data.get(key, default)
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            raise self.error(key, f"expected a number, got {_kind(value)}")
+        return float(value)
+
+    def texts(self, key: str, required: bool = True) -> tuple[str, ...]:
+        value = self.data.get(key)
+        if value is None and not required:
+            return ()
+        if not isinstance(value, list) or not value:
+            raise self.error(key, f"expected a non-empty list of texts, got {_kind(value)}")
+        for i, item in enumerate(value):
+            if not isinstance(item, str) or not item.strip():
+                raise self.error(f"{key}[{i}]", f"expected a text, got {_kind(item)}")
+        return tuple(item.strip() for item in value)
+
+    def child(self, key: str) -> _Reader:
+        return _Reader(self.path, self.data.get(key), self._k(key))
+
+    def items(self, key: str) -> list[object]:
+        value = self.data.get(key)
+        if not isinstance(value, list) or not value:
+            raise self.error(key, f"expected a non-empty list, got {_kind(value)}")
+        return value
+
+    def only(self, *allowed: str) -> None:
+        unknown = sorted(set(self.data) - set(allowed))
+        if unknown:
+            raise self.error(unknown[0], f"unknown key; allowed keys: {', '.join(allowed)}")
+
+
+def _kind(value: object) -> str:
+    if value is None:
+        return "nothing"
+    return {dict: "a mapping", list: "a list", str: "a text", bool: "a boolean"}.get(
+        type(value), type(value).__name__
+    )
+
+
+def _read_yaml(path: Path) -> object:
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise CatalogError(path, "(file)", f"cannot be read: {exc.strerror or exc}") from None
+    try:
+        return yaml.load(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f"line {mark.line + 1}" if mark else "(file)"
+        problem = getattr(exc, "problem", None) or str(exc)
+        raise CatalogError(path, where, f"is not valid YAML: {problem}") from None
+
+
+# --- parsing -----------------------------------------------------------------------
+
+
+def _conditions(r: _Reader, key: str, questions: Mapping[str, Question]) -> dict[str, tuple[str, ...]]:
+    """``{question_id: value | [values]}`` checked against the questions."""
+    raw = r.data.get(key)
+    if raw is None:
+        return {}
+    cond = _Reader(r.path, raw, r._k(key))
+    out: dict[str, tuple[str, ...]] = {}
+    for qid, values in cond.data.items():
+        if qid not in questions:
+            raise cond.error(qid, f"unknown question; known: {', '.join(questions)}")
+        values = [values] if isinstance(values, str) else values
+        if not isinstance(values, list) or not values:
+            raise cond.error(qid, "expected a value or a list of values")
+        for v in values:
+            if v not in questions[qid].values:
+                raise cond.error(qid, f"unknown value {v!r}; valid: {', '.join(questions[qid].values)}")
+        out[qid] = tuple(values)
+    return out
+
+
+def _question(path: Path, raw: object, index: int) -> Question:
+    r = _Reader(path, raw, f"questions[{index}]")
+    r.only("id", "asks", "help", "group", "choices")
+    group = r.text("group")
+    if group not in QUESTION_GROUPS:
+        raise r.error("group", f"must be one of {', '.join(QUESTION_GROUPS)}")
+    choices = []
+    for i, item in enumerate(r.items("choices")):
+        c = _Reader(path, item, f"{r.key}.choices[{i}]")
+        c.only("id", "label", "help")
+        choices.append(Choice(c.text("id"), c.text("label"), c.text("help")))
+    ids = [c.id for c in choices]
+    if len(set(ids)) != len(ids):
+        raise r.error("choices", "choice ids must be unique")
+    return Question(r.text("id"), r.text("asks"), r.text("help"), group, tuple(choices))
+
+
+def load_questions(path: Path) -> tuple[Question, ...]:
+    top = _Reader(path, _read_yaml(path))
+    questions = tuple(_question(path, raw, i) for i, raw in enumerate(top.items("questions")))
+    ids = [q.id for q in questions]
+    dupes = sorted({i for i in ids if ids.count(i) > 1})
+    if dupes:
+        raise CatalogError(path, "questions", f"duplicate question id {dupes[0]!r}")
+    return questions
+
+
+def _pitfall(r: _Reader, questions: Mapping[str, Question]) -> Pitfall:
+    r.only("id", "title", "problem", "fix", "seed", "applies_when")
+    return Pitfall(
+        id=r.text("id"),
+        title=r.text("title"),
+        problem=r.text("problem"),
+        fix=r.text("fix"),
+        seed=str(r.data.get("seed", "")).strip() or "-",
+        applies_when=_conditions(r, "applies_when", questions),
+    )
+
+
+def load_shared_pitfalls(path: Path, questions: Mapping[str, Question]) -> dict[str, Pitfall]:
+    if not path.exists():
+        return {}
+    top = _Reader(path, _read_yaml(path))
+    out = {}
+    for i, raw in enumerate(top.items("pitfalls")):
+        p = _pitfall(_Reader(path, raw, f"pitfalls[{i}]"), questions)
+        out[p.id] = p
+    return out
+
+
+STRATEGY_KEYS = (
+    "id", "name", "granularity", "summary", "recovery_point", "when_to_use", "avoid_when",
+    "pros", "cons", "costs", "pitfalls", "references", "template", "fit", "prior", "notes", "order",
+)  # fmt: skip
+
+
+def load_strategy(
+    path: Path, questions: Mapping[str, Question], shared: Mapping[str, Pitfall]
+) -> Strategy:
+    r = _Reader(path, _read_yaml(path))
+    r.only(*STRATEGY_KEYS)
+    sid = r.text("id")
+    if sid != path.stem:
+        raise r.error("id", f"must equal the file name {path.stem!r} (got {sid!r})")
+    granularity = r.text("granularity")
+    if granularity not in GRANULARITIES:
+        raise r.error("granularity", f"must be one of {', '.join(GRANULARITIES)}")
+    rp = r.child("recovery_point")
+    rp.only("where", "how_often", "duplicates")
+
+    pitfalls = []
+    for i, raw in enumerate(r.items("pitfalls")):
+        if isinstance(raw, str):  # a reference to pitfalls.yaml
+            if raw not in shared:
+                raise r.error(f"pitfalls[{i}]", f"unknown shared pitfall {raw!r}; known: {', '.join(shared)}")
+            pitfalls.append(shared[raw])
+        else:
+            pitfalls.append(_pitfall(_Reader(path, raw, f"pitfalls[{i}]"), questions))
+
+    fits = []
+    fit = r.child("fit")
+    for qid, by_value in fit.data.items():
+        if qid not in questions:
+            raise fit.error(qid, f"unknown question; known: {', '.join(questions)}")
+        values = _Reader(path, by_value, f"fit.{qid}")
+        for value, raw in values.data.items():
+            if value not in questions[qid].values:
+                raise values.error(value, f"unknown value; valid: {', '.join(questions[qid].values)}")
+            f = _Reader(path, raw, f"fit.{qid}.{value}")
+            f.only("score", "why")
+            fits.append(Fit(qid, value, f.number("score"), f.text("why")))
+
+    template = r.child("template")
+    template.only("strategy", "options")
+    options = template.data.get("options") or {}
+    if not isinstance(options, dict):
+        raise template.error("options", "expected a mapping of template answers")
+
+    notes = []
+    for i, raw in enumerate(r.data.get("notes") or []):
+        n = _Reader(path, raw, f"notes[{i}]")
+        n.only("when", "say")
+        notes.append(Note(_conditions(n, "when", questions), n.text("say")))
+
+    prior = r.data.get("prior") or {"score": 0, "why": "no prior preference"}
+    p = _Reader(path, prior, "prior")
+    p.only("score", "why")
+    return Strategy(
+        id=sid,
+        name=r.text("name"),
+        granularity=granularity,
+        summary=r.text("summary"),
+        recovery_point=RecoveryPoint(rp.text("where"), rp.text("how_often"), rp.text("duplicates")),
+        when_to_use=r.texts("when_to_use"),
+        avoid_when=r.texts("avoid_when"),
+        pros=r.texts("pros"),
+        cons=r.texts("cons"),
+        costs=r.texts("costs"),
+        pitfalls=tuple(pitfalls),
+        references=r.texts("references"),
+        template=template.text("strategy"),
+        template_options=dict(options),
+        fits=tuple(fits),
+        prior=p.number("score"),
+        prior_why=p.text("why"),
+        notes=tuple(notes),
+        order=int(r.number("order")),
+    )
+
+
+def load_scenarios(path: Path, questions: Mapping[str, Question], strategy_ids: set[str]) -> tuple[Scenario, ...]:
+    top = _Reader(path, _read_yaml(path))
+    rows = []
+    for i, raw in enumerate(top.items("scenarios")):
+        r = _Reader(path, raw, f"scenarios[{i}]")
+        r.only("id", "scenario", "strategy", "why", "answers")
+        strategy = r.text("strategy")
+        if strategy not in strategy_ids:
+            raise r.error("strategy", f"unknown strategy {strategy!r}; known: {', '.join(sorted(strategy_ids))}")
+        answers = {q: v[0] for q, v in _conditions(r, "answers", questions).items()}
+        if not answers:
+            raise r.error("answers", "a scenario needs its typical answers")
+        rows.append(Scenario(r.text("id"), r.text("scenario"), strategy, r.text("why"), answers))
+    return tuple(rows)
+
+
+def load_catalog(root: Path | None = None) -> Catalog:
+    """Load every file under ``root`` (default: the bundled ``strategies/``) or raise CatalogError."""
+    root = Path(root) if root is not None else strategies_dir()
+    if not root.is_dir():
+        raise CatalogError(root, "(directory)", "the strategy catalog directory does not exist")
+    questions = load_questions(root / "questions.yaml")
+    by_id = {q.id: q for q in questions}
+    shared = load_shared_pitfalls(root / "pitfalls.yaml", by_id)
+    files = sorted(p for p in root.glob("*.yaml") if p.name not in RESERVED_FILES)
+    if not files:
+        raise CatalogError(root, "(directory)", "holds no strategy files")
+    strategies = sorted((load_strategy(p, by_id, shared) for p in files), key=lambda s: (s.order, s.id))
+    scenarios = load_scenarios(root / "scenarios.yaml", by_id, {s.id for s in strategies})
+    return Catalog(questions, tuple(strategies), scenarios, root)
