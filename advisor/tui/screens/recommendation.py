@@ -1,0 +1,144 @@
+"""The recommendation: ranked strategies, why, the scenario table, trade-offs, pitfalls."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import VerticalScroll
+from textual.screen import Screen
+from textual.widgets import Footer, Header, OptionList, Static, TabbedContent, TabPane
+from textual.widgets.option_list import Option
+
+from advisor.errors import AdvisorError
+from advisor.tui.widgets.scenario_table import ScenarioTable
+from advisor.tui.widgets.strategy_detail import pitfalls_text, tradeoffs_text, why_text
+
+if TYPE_CHECKING:
+    from advisor.tui.app import AdvisorApp
+
+
+class RecommendationScreen(Screen[None]):
+    """Highlight a strategy to read about it; enter picks it instead of the top one."""
+
+    BINDINGS = [
+        Binding("escape", "back", "Back"),
+        Binding("r", "revise", "Revise answers"),
+        Binding("g", "app.generate", "Generate"),
+        Binding("e", "app.export", "Export"),
+        Binding("1", "tab('why')", "Why", show=False),
+        Binding("2", "tab('scenarios')", "Scenarios", show=False),
+        Binding("3", "tab('tradeoffs')", "Trade-offs", show=False),
+        Binding("4", "tab('pitfalls')", "Pitfalls", show=False),
+    ]
+
+    app: AdvisorApp
+    rec: Any = None
+
+    def compose(self) -> ComposeResult:
+        yield Header()
+        yield Static("", id="verdict")
+        yield OptionList(id="ranking")
+        with TabbedContent(id="details"):
+            with TabPane("1 Why", id="why"):
+                yield VerticalScroll(Static("", id="why-text"))
+            with TabPane("2 Scenarios", id="scenarios"):
+                yield VerticalScroll(Static("", id="scenario-caption"), ScenarioTable(id="scenario-table"))
+            with TabPane("3 Trade-offs", id="tradeoffs"):
+                yield VerticalScroll(Static("", id="tradeoffs-text"))
+            with TabPane("4 Pitfalls", id="pitfalls"):
+                yield VerticalScroll(Static("", id="pitfalls-text"))
+        yield Footer()
+
+    def on_mount(self) -> None:
+        self.refresh_recommendation()
+
+    def refresh_recommendation(self) -> None:
+        session = self.app.session
+        assert session is not None
+        try:
+            self.rec = session.recommend()
+        except AdvisorError as exc:
+            self.rec = None
+            self.query_one("#verdict", Static).update(Text.assemble(("No recommendation: ", "bold red"), str(exc)))
+            return
+        chosen = session.chosen_id(self.rec)
+        ranking = self.query_one("#ranking", OptionList)
+        ranking.clear_options()
+        for n, ranked in enumerate(self.rec.ranking, start=1):
+            ranking.add_option(Option(self._line(n, ranked, chosen), id=ranked.strategy.id))
+        ids = [r.strategy.id for r in self.rec.ranking]
+        ranking.highlighted = ids.index(chosen)
+        ranking.focus()
+        self._show_verdict()
+        scenario = self.rec.scenario
+        self.query_one(ScenarioTable).show(
+            session.catalog.scenarios, scenario.id if scenario else None, self.strategy_name
+        )
+        caption = f"Your answers match: [b]{scenario.scenario}[/]" if scenario else "No row matches exactly."
+        self.query_one("#scenario-caption", Static).update(caption)
+
+    def strategy_name(self, strategy_id: str) -> str:
+        assert self.app.session is not None
+        try:
+            return str(self.app.session.catalog.strategy(strategy_id).name)
+        except Exception:  # a scenario naming a strategy the catalog lacks: show the id
+            return strategy_id
+
+    def _line(self, n: int, ranked: Any, chosen: str) -> str:
+        mark = ("★ " if n == 1 else "  ") + ("✔ chosen" if ranked.strategy.id == chosen else "")
+        return f"{n}. {ranked.strategy.name:<40.40} {ranked.strategy.granularity:<6} {ranked.score:6.2f}  {mark}"
+
+    def _show_verdict(self) -> None:
+        assert self.app.session is not None and self.rec is not None
+        top = self.rec.top.strategy
+        chosen = self.app.session.chosen_id(self.rec)
+        known = len(self.app.session.answers)
+        total = len(self.app.session.catalog.questions)
+        text = f"[b]★ Recommended: {top.name}[/] ({top.granularity} level) · {known}/{total} answered"
+        if chosen != top.id:
+            text += f"\n[b]You chose: {self.strategy_name(chosen)}[/] (enter on the top row to go back to it)"
+        else:
+            text += "\nEnter picks another strategy · g generates it · e exports the decision record"
+        self.query_one("#verdict", Static).update(text)
+
+    def on_option_list_option_highlighted(self, event: OptionList.OptionHighlighted) -> None:
+        if self.rec is None or event.option_list.id != "ranking":
+            return
+        ranked = self.rec.ranking[event.option_index]
+        assert self.app.session is not None
+        self.query_one("#why-text", Static).update(why_text(self.app.session, self.rec, ranked))
+        self.query_one("#tradeoffs-text", Static).update(tradeoffs_text(ranked))
+        self.query_one("#pitfalls-text", Static).update(pitfalls_text(self.rec, ranked))
+
+    def on_option_list_option_selected(self, event: OptionList.OptionSelected) -> None:
+        if self.rec is None or event.option_list.id != "ranking":
+            return
+        session = self.app.session
+        assert session is not None
+        top = self.rec.top.strategy.id
+        session.chosen = None if event.option_id == top else event.option_id
+        chosen = session.chosen_id(self.rec)
+        for n, ranked in enumerate(self.rec.ranking, start=1):
+            event.option_list.replace_option_prompt(ranked.strategy.id, self._line(n, ranked, chosen))
+        self._show_verdict()
+
+    def action_tab(self, tab: str) -> None:
+        self.query_one(TabbedContent).active = tab
+
+    def action_back(self) -> None:
+        self.dismiss()
+
+    def action_revise(self) -> None:
+        from advisor.tui.screens.question import QuestionScreen
+
+        stack = self.app.screen_stack
+        below = stack[-2] if len(stack) > 1 else None
+        if isinstance(below, QuestionScreen):
+            below.index = 0
+            self.dismiss()
+            below.show_step()
+        else:
+            self.app.switch_screen(QuestionScreen())
