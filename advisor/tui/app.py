@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
+from datetime import date
 from pathlib import Path
 from typing import Any
 
@@ -106,12 +107,15 @@ def make_app(
     workdir: Path | None = None,
     drill_options: Mapping[str, Any] | None = None,
     blink: bool = True,
+    today: date | None = None,
 ) -> AdvisorApp:
     """Build the advisor app.
 
     ``catalog`` defaults to the bundled one; ``answers`` pre-fill the walkthrough;
     ``workdir`` is where relative paths typed by the user point (default: the current
-    directory); ``drill_options`` go to ``scaffold.drill_events`` (e.g. records, kills).
+    directory); ``drill_options`` go to ``scaffold.drill_events`` (e.g. records, kills);
+    ``blink=False`` stops the text cursor blinking and ``today`` fixes the decision
+    record's date (both for snapshot tests).
     A broken catalog or bad answers never raise here: the app starts and shows the message.
     """
     try:
@@ -135,5 +139,6 @@ def make_app(
         workdir=Path.cwd() if workdir is None else Path(workdir),
         answers=valid,
         drill_options=dict(drill_options or {}),
+        today=today,
     )
     return AdvisorApp(session, error=error, blink=blink)

@@ -7,6 +7,7 @@ is plain Python (no Textual) so it can be tested without running the app.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from datetime import date
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -28,6 +29,8 @@ class Session:
     generated: Any = None
     """The last ``scaffold.Generated`` of this session, if any."""
     drill_options: dict[str, Any] = field(default_factory=dict)
+    today: date | None = None
+    """The decision record's date (None: today); fixed in the snapshot tests."""
 
     def questions(self) -> tuple[Question, ...]:
         """The walkthrough order: the three recovery-point questions, then the traits."""

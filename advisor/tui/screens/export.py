@@ -11,7 +11,7 @@ from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.screen import Screen
 from textual.widgets import Button, Checkbox, Footer, Header, Input, Label, Static
 
-from advisor.errors import AdvisorError
+from advisor.errors import AdvisorError, OutputExistsError
 from advisor.tui.widgets.inputs import TextInput
 
 if TYPE_CHECKING:
@@ -68,7 +68,7 @@ class ExportScreen(Screen[None]):
         session = self.app.session
         assert session is not None
         rec = session.recommend()
-        return decision_record(session.answers, session.catalog, chosen=session.chosen_id(rec))
+        return decision_record(session.answers, session.catalog, chosen=session.chosen_id(rec), date=session.today)
 
     def status(self, head: str, detail: str = "", ok: bool = False) -> None:
         """Show an outcome; ``detail`` (paths, OS messages) is shown verbatim, never as markup."""
@@ -99,6 +99,8 @@ class ExportScreen(Screen[None]):
             try:
                 write_text_safely(session.resolve(name), text, force=force)
             except AdvisorError as exc:
+                if isinstance(exc, OutputExistsError):
+                    exc = OutputExistsError(f"{name.strip()} already exists: tick \"overwrite existing files\" or change the name.")
                 done = f"\n(already written: {', '.join(written)})" if written else ""
                 self.status("Not written: ", f"{exc}{done}")
                 return

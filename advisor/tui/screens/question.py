@@ -24,8 +24,8 @@ class QuestionScreen(Screen[None]):
     """Steps through ``session.questions()``; enter or a number answers and moves on."""
 
     BINDINGS = [
-        Binding("left,escape", "back", "Back"),
-        Binding("right", "forward", "Next"),
+        Binding("left,escape", "back", "Back", key_display="←", priority=True),
+        Binding("right", "forward", "Next", key_display="→", priority=True),
         Binding("1", "pick(1)", "Pick", key_display="1-9"),
         *NUMBER_KEYS[1:],
         Binding("0", "pick(0)", "Don't know"),

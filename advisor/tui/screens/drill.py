@@ -1,0 +1,135 @@
+"""Try it: run the generated project's crash drill in the background and show it live."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from rich.text import Text
+from textual import work
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Vertical, VerticalScroll
+from textual.screen import Screen
+from textual.widgets import Footer, Header, ProgressBar, Static
+from textual.worker import get_current_worker
+
+from advisor.tui.widgets.drill_log import event_line, verdict
+from advisor.tui.widgets.progress_chart import ProgressChart
+
+if TYPE_CHECKING:
+    from advisor.tui.app import AdvisorApp
+
+
+class DrillScreen(Screen[None]):
+    """``autostart=False`` shows an empty drill (tests feed events to :meth:`apply`)."""
+
+    BINDINGS = [
+        Binding("escape", "back", "Back"),
+        Binding("r", "rerun", "Run again"),
+        Binding("e", "app.export", "Export"),
+    ]
+
+    app: AdvisorApp
+
+    def __init__(self, dest: Path, *, autostart: bool = True) -> None:
+        super().__init__()
+        self.dest = Path(dest)
+        self.autostart = autostart
+        self.running = False
+        self.lines: list[Text] = []
+
+    def compose(self) -> ComposeResult:
+        yield Header()
+        with Vertical(id="drill"):
+            yield Static("", id="drill-title")
+            yield ProgressBar(id="drill-bar", show_eta=False)
+            chart = ProgressChart(id="drill-chart")
+            chart.border_title = "records done over time · ✕ = kill"
+            yield chart
+            yield VerticalScroll(Static("", id="drill-lines"), id="drill-log")
+            yield Static("", id="drill-verdict")
+        yield Footer()
+
+    def on_mount(self) -> None:
+        options = self.options()
+        mode = "SIGTERM" if options.get("sigterm") else "SIGKILL"
+        self.query_one("#drill-title", Static).update(
+            Text.assemble(("Crash drill of ", "bold"), (self.dest.name, "bold"),
+                          f": {options.get('records', 2000)} records, {options.get('kills', 10)} kills ({mode})")
+        )
+        if self.autostart:
+            self.start()
+
+    def options(self) -> dict[str, Any]:
+        session = self.app.session
+        return dict(session.drill_options) if session is not None else {}
+
+    def start(self) -> None:
+        self.lines.clear()
+        self.query_one(ProgressChart).reset()
+        self.query_one("#drill-lines", Static).update("")
+        self.query_one("#drill-verdict", Static).update(Text("running… (escape leaves it; q stops it)", style="dim"))
+        self.running = True
+        self.run_drill(self.dest, self.options())
+
+    @work(thread=True, exclusive=True, group="drill")
+    def run_drill(self, dest: Path, options: dict[str, Any]) -> None:
+        """Blocking: iterate the drill's events and hand each to the UI thread."""
+        worker = get_current_worker()
+        try:
+            from advisor.scaffold import drill_events
+
+            events = drill_events(dest, **options)
+            try:
+                for event in events:
+                    if worker.is_cancelled or not self.app.is_running:
+                        break
+                    self.app.call_from_thread(self.apply, event)
+            finally:
+                close = getattr(events, "close", None)
+                if close is not None:
+                    close()  # stops the child process if the drill was left early
+        except Exception as exc:  # DrillError, or anything the project does wrong
+            if not worker.is_cancelled and self.app.is_running:
+                self.app.call_from_thread(self.failed, str(exc))
+
+    def apply(self, event: Mapping[str, Any]) -> None:
+        """Show one drill event (progress, kill, restart, recovered, report)."""
+        kind = event.get("event")
+        chart = self.query_one(ProgressChart)
+        bar = self.query_one(ProgressBar)
+        if kind == "start" and event.get("records"):
+            bar.update(total=event["records"], progress=0)
+            chart.reset(int(event["records"]))
+        elif kind == "progress":
+            bar.update(total=event.get("total") or bar.total, progress=event.get("done", 0))
+            chart.add_progress(float(event.get("t", 0.0)), int(event.get("done", 0)), event.get("total"))
+        elif kind == "kill":
+            chart.add_kill(float(event.get("t", 0.0)))
+        elif kind == "report":
+            self.running = False
+            if bar.total:
+                bar.update(progress=bar.total)
+            box = self.query_one("#drill-verdict", Static)
+            box.update(verdict(event))
+            box.set_class(bool(event.get("ok")), "ok")
+            box.set_class(not event.get("ok"), "failed")
+        line = event_line(event)
+        if line is not None:
+            self.lines.append(line)
+            self.query_one("#drill-lines", Static).update(Text("\n").join(self.lines))
+            self.query_one("#drill-log", VerticalScroll).scroll_end(animate=False)
+
+    def failed(self, message: str) -> None:
+        self.running = False
+        self.query_one("#drill-verdict", Static).update(Text.assemble(("The drill failed: ", "bold red"), message))
+
+    def action_rerun(self) -> None:
+        if not self.running:
+            self.start()
+
+    def action_back(self) -> None:
+        self.workers.cancel_group(self, "drill")
+        self.dismiss()

@@ -1,0 +1,179 @@
+"""Generate: name, destination and store; a preview of the files; then Copier runs."""
+
+from __future__ import annotations
+
+import re
+from typing import TYPE_CHECKING, Any
+
+from rich.text import Text
+from textual import work
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Horizontal, VerticalScroll
+from textual.screen import Screen
+from textual.widgets import Button, Footer, Header, Input, Label, Select, Static
+
+from advisor.tui.widgets.file_tree import file_tree
+from advisor.tui.widgets.inputs import TextInput
+
+if TYPE_CHECKING:
+    from advisor.tui.app import AdvisorApp
+
+STORE_QUESTION = re.compile(r"_store$")
+"""Template questions shown as "store" choices (e.g. ``checkpoint_store``, ``state_store``)."""
+
+
+def package_of(project_name: str) -> str:
+    """The template's default package name for a project name (for the default destination)."""
+    name = re.sub(r"[^a-z0-9]+", "_", project_name.lower())
+    return re.sub(r"^[_0-9]+|_+$", "", name) or "continuity_job"
+
+
+class GenerateScreen(Screen[None]):
+    BINDINGS = [
+        Binding("escape", "back", "Back"),
+        Binding("ctrl+g", "generate", "Generate", priority=True),
+        Binding("ctrl+t", "app.drill", "Try it", priority=True),
+    ]
+
+    app: AdvisorApp
+    strategy: Any = None
+
+    def compose(self) -> ComposeResult:
+        yield Header()
+        with VerticalScroll(id="generate"):
+            yield Static("", id="gen-title")
+            with Horizontal(classes="field"):
+                yield Label("Project name", classes="field-label")
+                yield TextInput("Continuity Job", id="project-name")
+            with Horizontal(classes="field"):
+                yield Label("Destination", classes="field-label")
+                yield TextInput("continuity_job", id="dest")
+            yield VerticalScroll(id="gen-stores")
+            yield Static("", id="gen-preview")
+            with Horizontal(id="gen-buttons"):
+                yield Button("Generate  (ctrl+g)", id="generate-btn", variant="primary")
+                yield Button("Try it  (ctrl+t)", id="try-btn", disabled=True)
+            yield Static("", id="gen-status")
+            yield Static("", id="gen-result")
+        yield Footer()
+
+    def on_mount(self) -> None:
+        from advisor.scaffold import generated_strategies, template_questions
+
+        session = self.app.session
+        assert session is not None
+        self.strategy = session.catalog.strategy(session.chosen_id(session.recommend()))
+        self.available = self.strategy.template in generated_strategies() or self.strategy.id in generated_strategies()
+        title = f"Generate a starter project for [b]{self.strategy.name}[/]"
+        if not self.available:
+            names = ", ".join(sorted(generated_strategies())) or "none yet"
+            title += f"\n[b red]This strategy is not generated yet[/] (the template offers: {names})."
+            self.query_one("#generate-btn", Button).disabled = True
+        self.query_one("#gen-title", Static).update(title)
+        self.stores = [q for q in template_questions() if STORE_QUESTION.search(q.id) and q.choices]
+        box = self.query_one("#gen-stores", VerticalScroll)
+        for q in self.stores:
+            choices = [str(c) for c in q.choices]
+            box.mount(
+                Horizontal(
+                    Label(q.id.replace("_", " ").capitalize(), classes="field-label"),
+                    Select([(c, c) for c in choices], value=str(q.default) if str(q.default) in choices else choices[0],
+                           allow_blank=False, id=f"store-{q.id}"),
+                    classes="field",
+                )
+            )
+        self.query_one("#project-name", Input).focus()
+        self.refresh_preview()
+
+    def answers(self) -> dict[str, Any]:
+        """The template answers from the form (only what the user sees here)."""
+        answers: dict[str, Any] = {"project_name": self.query_one("#project-name", Input).value.strip()}
+        for q in self.stores:
+            answers[q.id] = self.query_one(f"#store-{q.id}", Select).value
+        answers.update(getattr(self.strategy, "template_options", {}) or {})
+        return answers
+
+    def on_input_changed(self, event: Input.Changed) -> None:
+        if event.input.id == "project-name":
+            self.query_one("#dest", Input).value = package_of(event.value)
+            self.refresh_preview()
+
+    def on_select_changed(self, event: Select.Changed) -> None:
+        self.refresh_preview()
+
+    def refresh_preview(self) -> None:
+        if self.available:
+            self.preview_files(self.strategy.template, self.answers())
+
+    @work(thread=True, exclusive=True, group="preview")
+    def preview_files(self, strategy: str, answers: dict[str, Any]) -> None:
+        from advisor.scaffold import preview
+
+        try:
+            files = preview(strategy, answers)
+            text = Text(f"Files it will write ({len(files)}):\n", style="bold")
+            text.append(", ".join(files))
+        except Exception as exc:  # a bad answer: the template says why
+            text = Text.assemble(("Preview: ", "bold red"), str(exc))
+        self.app.call_from_thread(self.query_one("#gen-preview", Static).update, text)
+
+    def on_button_pressed(self, event: Button.Pressed) -> None:
+        if event.button.id == "generate-btn":
+            self.action_generate()
+        elif event.button.id == "try-btn":
+            self.app.action_drill()
+
+    def action_generate(self) -> None:
+        session = self.app.session
+        assert session is not None
+        if not self.available:
+            return
+        dest_text = self.query_one("#dest", Input).value.strip()
+        if not dest_text:
+            self.status("Type a destination folder.")
+            return
+        self.query_one("#generate-btn", Button).disabled = True
+        self.status("Generating…", ok=True)
+        self.run_copier(self.strategy.template, dest_text, self.answers())
+
+    @work(thread=True, exclusive=True, group="generate")
+    def run_copier(self, strategy: str, dest_text: str, answers: dict[str, Any]) -> None:
+        from advisor.scaffold import generate
+
+        assert self.app.session is not None
+        try:
+            generated = generate(strategy, self.app.session.resolve(dest_text), answers)
+        except Exception as exc:  # ScaffoldError, OutputExistsError, OSError, or a template bug
+            self.app.call_from_thread(self.failed, str(exc))
+            return
+        self.app.call_from_thread(self.done, generated, dest_text)
+
+    def failed(self, message: str) -> None:
+        self.status("Generation failed: ", message)
+        self.query_one("#generate-btn", Button).disabled = False
+
+    def done(self, generated: Any, dest_text: str) -> None:
+        assert self.app.session is not None
+        self.app.session.generated = generated
+        self.status(f"Generated {len(generated.files)} files in {dest_text}", ok=True)
+        pkg = generated.package
+        text = Text(file_tree(generated.files, dest_text) + "\n\n")
+        text.append("Next:\n", style="bold")
+        text.append(
+            f"  cd {dest_text}\n  make test\n"
+            f"  PYTHONPATH=src python -m {pkg} submit-demo --records 1000\n"
+            f"  PYTHONPATH=src python -m {pkg} run        # kill it, run it again: it resumes\n"
+            f"  PYTHONPATH=src python -m {pkg} drill --records 2000 --kills 10 --seed 1\n"
+        )
+        self.query_one("#gen-result", Static).update(text)
+        button = self.query_one("#try-btn", Button)
+        button.disabled = False
+        button.focus()
+
+    def status(self, head: str, detail: str = "", ok: bool = False) -> None:
+        style = "bold green" if ok else "bold red"
+        self.query_one("#gen-status", Static).update(Text.assemble((head, style), detail))
+
+    def action_back(self) -> None:
+        self.dismiss()

@@ -1,0 +1,47 @@
+"""One readable line per drill event, and the final verdict."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from rich.text import Text
+
+
+def event_line(event: Mapping[str, Any]) -> Text | None:
+    """A log line for kill/restart/recovered events (progress goes to the bar and chart)."""
+    kind = event.get("event")
+    t = event.get("t")
+    at = f"{t:6.1f}s " if isinstance(t, (int, float)) else "        "
+    if kind == "start":
+        return Text(f"{at}started: {event.get('records', '?')} records, {event.get('kills', '?')} kills", style="dim")
+    if kind == "kill":
+        sig = event.get("signal", "SIGKILL")
+        return Text.assemble((f"{at}✕ kill {event.get('n')} ", "bold red"), f"{sig} after {event.get('done', '?')} records")
+    if kind == "restart":
+        return Text(f"{at}↻ restart {event.get('n')}", style="yellow")
+    if kind == "recovered":
+        return Text.assemble((f"{at}✔ recovered {event.get('n')} ", "green"), f"in {event.get('ms', '?')} ms")
+    return None
+
+
+def verdict(report: Mapping[str, Any]) -> Text:
+    """Lost, duplicated, MTTR: the three numbers that prove the design."""
+    ok = bool(report.get("ok"))
+    rec = report.get("recovery_ms") or {}
+    text = Text()
+    text.append("✔ PASSED  " if ok else "✘ FAILED  ", style="bold green" if ok else "bold red")
+    text.append(
+        f"lost {report.get('lost', '?')} · duplicated {report.get('duplicate_effects', '?')} · "
+        f"redone calls {report.get('redone_calls', '?')}\n"
+    )
+    text.append(
+        f"MTTR p50 {rec.get('p50', '?')} ms · p95 {rec.get('p95', '?')} ms · max {rec.get('max', '?')} ms · "
+        f"{report.get('kills', '?')} kills · {_num(report.get('throughput'))} records/s · "
+        f"{_num(report.get('wall_s'))} s"
+    )
+    return text
+
+
+def _num(value: Any) -> str:
+    return f"{value:.1f}" if isinstance(value, (int, float)) else "?"

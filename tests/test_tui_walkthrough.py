@@ -1,0 +1,131 @@
+"""Pilot tests: the walkthrough from the welcome screen to a recommendation.
+
+No async test plugin is installed, so each test drives the app inside ``asyncio.run``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+import pytest
+
+from advisor.catalog import Catalog
+from advisor.engine import recommend
+from advisor.tui.app import make_app
+from advisor.tui.screens.question import QuestionScreen
+from advisor.tui.screens.recommendation import RecommendationScreen
+from advisor.tui.screens.welcome import WelcomeScreen
+from advisor.tui.session import Session
+from textual.widgets import OptionList
+
+
+def keys_for(answers: dict[str, str], session: Session) -> list[str]:
+    """The number keys that give ``answers`` (``0``: I don't know) in walkthrough order."""
+    keys = []
+    for question in session.questions():
+        ids = [c.id for c in question.choices]
+        keys.append(str(ids.index(answers[question.id]) + 1) if question.id in answers else "0")
+    return keys
+
+
+def ranking_ids(app) -> list[str]:  # type: ignore[no-untyped-def]
+    ranking = app.screen.query_one("#ranking", OptionList)
+    return [ranking.get_option_at_index(i).id for i in range(ranking.option_count)]
+
+
+@pytest.mark.parametrize(
+    "row",
+    ["short-task", "long-batch", "streaming", "multi-step", "audit", "finance"],  # each row of the seed's table
+)
+def test_number_keys_walk_to_the_scenario_rows_strategy(row: str, catalog: Catalog, tmp_path: Path) -> None:
+    scenario = next(s for s in catalog.scenarios if s.id == row)
+
+    async def walk() -> None:
+        app = make_app(catalog, workdir=tmp_path)
+        async with app.run_test(size=(80, 24)) as pilot:
+            assert isinstance(app.screen, WelcomeScreen)
+            await pilot.press("s")
+            assert isinstance(app.screen, QuestionScreen)
+            await pilot.press(*keys_for(dict(scenario.answers), app.session))
+            await pilot.pause()
+            assert isinstance(app.screen, RecommendationScreen)
+            assert app.session.answers == dict(scenario.answers)
+            expected = recommend(scenario.answers, catalog)
+            assert ranking_ids(app) == [r.strategy.id for r in expected.ranking]
+            assert ranking_ids(app)[0] == scenario.strategy
+            caption = str(app.screen.query_one("#scenario-caption").render())
+            assert scenario.scenario in caption
+
+    asyncio.run(walk())
+
+
+def test_arrows_enter_back_and_forward_keep_answers(catalog: Catalog, tmp_path: Path) -> None:
+    async def walk() -> None:
+        app = make_app(catalog, workdir=tmp_path)
+        async with app.run_test(size=(80, 24)) as pilot:
+            await pilot.press("s", "down", "down", "enter")  # Q1: the third choice
+            q1 = app.session.questions()[0]
+            assert app.session.answers == {q1.id: q1.choices[2].id}
+            screen = app.screen
+            assert isinstance(screen, QuestionScreen) and screen.index == 1
+            await pilot.press("right", "right")  # skip two questions without answering
+            assert screen.index == 3 and len(app.session.answers) == 1
+            await pilot.press("left", "left", "left")  # back to Q1: its answer is highlighted
+            assert screen.index == 0
+            assert screen.query_one("#choices", OptionList).highlighted == 2
+            await pilot.press("0")  # I don't know: the answer is dropped
+            assert app.session.answers == {}
+            await pilot.press("escape", "escape")  # back past the first question
+            assert isinstance(app.screen, WelcomeScreen)
+
+    asyncio.run(walk())
+
+
+def test_picking_another_strategy_overrides_the_top_pick(catalog: Catalog, tmp_path: Path) -> None:
+    async def walk() -> None:
+        app = make_app(catalog, {"work_shape": "record_batch", "duration": "hours"}, workdir=tmp_path)
+        async with app.run_test(size=(80, 24)) as pilot:
+            await pilot.press("ctrl+p")
+            await pilot.press(*"Show the recommendation", "enter")
+            await pilot.pause()
+            assert isinstance(app.screen, RecommendationScreen)
+            ids = ranking_ids(app)
+            await pilot.press("down", "enter")
+            assert app.session.chosen == ids[1]
+            verdict = str(app.screen.query_one("#verdict").render())
+            assert "You chose" in verdict
+            why = str(app.screen.query_one("#why-text").render())
+            assert catalog.strategy(ids[1]).name in why
+            await pilot.press("up", "enter")  # the top row again: no override
+            assert app.session.chosen is None
+
+    asyncio.run(walk())
+
+
+def test_revise_from_a_loaded_recommendation_opens_the_first_question(catalog: Catalog, tmp_path: Path) -> None:
+    async def walk() -> None:
+        app = make_app(catalog, {"audit": "required"}, workdir=tmp_path)
+        async with app.run_test(size=(80, 24)) as pilot:
+            app.action_recommend()
+            await pilot.pause()
+            await pilot.press("r")
+            assert isinstance(app.screen, QuestionScreen) and app.screen.index == 0
+            assert app.session.answers == {"audit": "required"}  # revising keeps the answers
+
+    asyncio.run(walk())
+
+
+def test_help_and_quit_work_from_any_screen(catalog: Catalog, tmp_path: Path) -> None:
+    async def walk() -> None:
+        app = make_app(catalog, workdir=tmp_path)
+        async with app.run_test(size=(80, 24)) as pilot:
+            await pilot.press("s", "question_mark")
+            assert type(app.screen).__name__ == "HelpScreen"
+            await pilot.press("escape")
+            assert isinstance(app.screen, QuestionScreen)
+            await pilot.press("ctrl+q")
+            await pilot.pause()
+        assert app.return_code == 0
+
+    asyncio.run(walk())
