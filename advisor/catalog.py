@@ -189,6 +189,8 @@ class _Reader:
         value = self.data.get(key, default)
         if value is None:
             raise self.error(key, "is required (a text)")
+        if isinstance(value, bool):
+            raise self.error(key, "expected a text, got a boolean (YAML reads yes/no/on/off as booleans: quote it)")
         if not isinstance(value, str) or not value.strip():
             raise self.error(key, f"expected a non-empty text, got {_kind(value)}")
         return value.strip()

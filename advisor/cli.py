@@ -19,10 +19,13 @@ from advisor.errors import EXIT_USAGE, AdvisorError
 Handler = Callable[[argparse.Namespace], int]
 
 
+_catalog_dir: Path | None = None  # set by the global --catalog flag
+
+
 def _catalog():  # type: ignore[no-untyped-def]
     from advisor.catalog import load_catalog
 
-    return load_catalog()
+    return load_catalog(_catalog_dir)
 
 
 def _answers(args: argparse.Namespace, catalog) -> dict[str, str]:  # type: ignore[no-untyped-def]
@@ -221,9 +224,10 @@ def cmd_drill(args: argparse.Namespace) -> int:
 
 
 def cmd_tui(args: argparse.Namespace) -> int:
+    catalog = _catalog()  # a broken catalog is a CLI error (exit 2), not a crashed TUI
     from advisor.tui.app import make_app
 
-    make_app().run()
+    make_app(catalog=catalog).run()
     return 0
 
 
@@ -242,6 +246,7 @@ def build_parser() -> argparse.ArgumentParser:
         "With no command, opens the interactive advisor.",
         epilog="Example: advisor recommend --set duration=hours --set work_shape=record_batch",
     )
+    parser.add_argument("--catalog", metavar="DIR", help="use another strategy catalog (default: the bundled one)")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
 
     def add(name: str, handler: Handler, help: str, example: str) -> argparse.ArgumentParser:
@@ -299,6 +304,8 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
+    global _catalog_dir
+    _catalog_dir = Path(args.catalog) if args.catalog else None
     handler: Handler = getattr(args, "handler", cmd_tui)
     try:
         return handler(args)

@@ -1,0 +1,179 @@
+"""Every CLI command and its exit codes. In-process through ``main(argv)`` for speed, plus
+real subprocesses where the console script or the import cost is the point."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from advisor.cli import main
+
+
+def run(capsys, *argv: str) -> tuple[int, str, str]:
+    code = main(list(argv))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+@pytest.fixture
+def answers_file(tmp_path: Path) -> Path:
+    path = tmp_path / "job.yml"
+    path.write_text("duration: hours\nwork_shape: record_batch\nworkers: many\n")
+    return path
+
+
+def test_recommend_json_shape(capsys, answers_file):
+    code, out, _ = run(capsys, "recommend", "--answers", str(answers_file), "--json")
+    assert code == 0
+    data = json.loads(out)
+    assert data["ranking"][0] == {**data["ranking"][0], "strategy": "checkpoint"}
+    assert all({"strategy", "score", "because"} <= set(item) for item in data["ranking"])
+
+
+def test_recommend_text_names_the_pick_and_reasons(capsys):
+    code, out, _ = run(capsys, "recommend", "--set", "work_shape=multi_step_flow")
+    assert code == 0
+    assert "Recommended: State machine (state-machine)" in out
+    assert "because work_shape=multi_step_flow" in out
+    assert "Why not the others" in out and "Pitfalls to check" in out
+
+
+def test_set_overrides_the_file(capsys, answers_file):
+    code, out, _ = run(capsys, "recommend", "--answers", str(answers_file), "--set", "work_shape=unbounded_stream",
+                       "--json")  # fmt: skip
+    assert code == 0
+    assert json.loads(out)["answers"]["work_shape"] == "unbounded_stream"
+
+
+def test_unknown_answer_marks_unanswered(capsys):
+    code, out, _ = run(capsys, "recommend", "--set", "duration=unknown", "--json")
+    assert code == 0 and "duration" in json.loads(out)["unanswered"]
+
+
+@pytest.mark.parametrize(
+    "content,expect",
+    [
+        ("durration: hours\n", ["unknown question 'durration'", "duration", "work_shape"]),  # typo'd id
+        ("duration: forever\n", ["'forever' is not a valid value", "seconds, minutes, hours"]),  # bad value
+        ("duration: [hours\n", ["not valid YAML"]),  # malformed YAML
+        ("- duration\n- hours\n", ["expected a mapping"]),  # a list, not a mapping
+        ("duration: 3\n", ["3 is not a valid value"]),  # a number, not a value id
+    ],
+)
+def test_bad_answers_file_exit_2(capsys, tmp_path, content, expect):
+    path = tmp_path / "bad.yml"
+    path.write_text(content)
+    code, out, err = run(capsys, "recommend", "--answers", str(path))
+    assert code == 2 and out == ""
+    assert "Traceback" not in err
+    for text in expect:
+        assert text in err
+
+
+@pytest.mark.parametrize(
+    "flag,expect",
+    [
+        ("workers=lots", "Valid values: one, many"),
+        ("nonsense=1", "unknown question 'nonsense'"),
+        ("duration", "expected QUESTION=VALUE"),
+    ],
+)
+def test_bad_set_flag_exit_2(capsys, flag, expect):
+    code, _, err = run(capsys, "recommend", "--set", flag)
+    assert code == 2 and expect in err
+
+
+def test_missing_answers_file_exit_2(capsys, tmp_path):
+    code, _, err = run(capsys, "recommend", "--answers", str(tmp_path / "none.yml"))
+    assert code == 2 and "no such answers file" in err
+
+
+def test_unknown_flag_exit_2(capsys):
+    with pytest.raises(SystemExit) as exit_:
+        main(["recommend", "--jsn"])
+    assert exit_.value.code == 2
+
+
+def test_questions_lists_ids_values_and_help(capsys, catalog):
+    code, out, _ = run(capsys, "questions")
+    assert code == 0
+    for q in catalog.questions:
+        assert q.id in out and q.asks in out
+        for c in q.choices:
+            assert c.id in out
+    code, out, _ = run(capsys, "questions", "--json")
+    assert [q["id"] for q in json.loads(out)] == list(catalog.question_ids)
+
+
+def test_strategies(capsys, catalog):
+    code, out, _ = run(capsys, "strategies")
+    assert code == 0 and all(sid in out for sid in catalog.strategy_ids)
+    code, out, _ = run(capsys, "strategies", "--json")
+    assert {s["id"] for s in json.loads(out)} == set(catalog.strategy_ids)
+
+
+def test_explain(capsys):
+    code, out, _ = run(capsys, "explain", "checkpoint")
+    assert code == 0
+    assert "Q1 where stored" in out and "Pitfalls" in out and "os.replace" in out
+    code, out, _ = run(capsys, "explain", "event-sourcing", "--json")
+    assert json.loads(out)["granularity"] == "event"
+
+
+def test_explain_unknown_lists_valid(capsys):
+    code, _, err = run(capsys, "explain", "saga")
+    assert code == 2 and "idempotent-retry" in err and "event-sourcing-idempotent" in err
+
+
+def test_review_writes_record_and_refuses_overwrite(capsys, tmp_path, answers_file):
+    out_file = tmp_path / "decision.md"
+    code, out, _ = run(capsys, "review", "--answers", str(answers_file), "--out", str(out_file))
+    assert code == 0 and out_file.exists()
+    first = out_file.read_text()
+    assert "Checkpoint + state table" in first
+    code, _, err = run(capsys, "review", "--set", "work_shape=multi_step_flow", "--out", str(out_file))
+    assert code == 2 and "already exists" in err and "--force" in err
+    assert out_file.read_text() == first  # nothing written
+    code, _, _ = run(capsys, "review", "--set", "work_shape=multi_step_flow", "--out", str(out_file), "--force")
+    assert code == 0 and "State machine" in out_file.read_text().splitlines()[0]
+
+
+def test_review_current_verdict(capsys, tmp_path, answers_file):
+    out_file = tmp_path / "d.md"
+    code, out, _ = run(capsys, "review", "--answers", str(answers_file), "--current", "idempotent-retry",
+                       "--out", str(out_file))  # fmt: skip
+    assert code == 0 and "does not fit" in out
+    assert "**Does not fit.**" in out_file.read_text()
+
+
+def test_review_bad_input_writes_nothing(capsys, tmp_path):
+    out_file = tmp_path / "d.md"
+    code, _, err = run(capsys, "review", "--current", "saga", "--out", str(out_file))
+    assert code == 2 and "saga" in err and not out_file.exists()
+    code, _, err = run(capsys, "review", "--out", str(tmp_path / "no" / "such" / "d.md"))
+    assert code == 2 and "does not exist" in err
+
+
+def test_broken_catalog_is_a_clear_error(capsys, catalog_copy):
+    (catalog_copy / "checkpoint.yaml").write_text("id: [\n")
+    code, _, err = run(capsys, "--catalog", str(catalog_copy), "strategies")
+    assert code == 2 and "checkpoint.yaml" in err and "Traceback" not in err
+
+
+def test_console_script_and_light_imports():
+    """`advisor recommend` runs as a real process and imports neither Textual nor Copier."""
+    probe = (
+        "import sys; from advisor.cli import main; code = main(['recommend', '--set', 'duration=hours', '--json']);"
+        "heavy = [m for m in ('textual', 'copier', 'advisor.tui', 'advisor.scaffold') if m in sys.modules];"
+        "print('HEAVY', heavy, file=sys.stderr); sys.exit(code)"
+    )
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert "HEAVY []" in done.stderr
+    exe = Path(sys.executable).with_name("advisor")
+    done = subprocess.run([str(exe), "explain", "nope"], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 2 and "Traceback" not in done.stderr
