@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import shutil
+import sys
 from pathlib import Path
 
 import pytest
 
 from advisor.catalog import Catalog, load_catalog
 from advisor.paths import strategies_dir
+
+sys.path.insert(0, str(Path(__file__).parent))  # tests/pg_server.py
 
 
 @pytest.fixture(scope="session")
@@ -22,3 +25,14 @@ def catalog_copy(tmp_path: Path) -> Path:
     dest = tmp_path / "strategies"
     shutil.copytree(strategies_dir(), dest)
     return dest
+
+
+@pytest.fixture(scope="session")
+def postgres_url():
+    """DATABASE_URL of a throwaway PostgreSQL server (one per xdist worker)."""
+    from pg_server import find_bin, postgres_server
+
+    if not find_bin("initdb"):
+        pytest.fail("PostgreSQL is not installed: `make test` installs it (make postgres)")
+    with postgres_server() as url:
+        yield url
