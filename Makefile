@@ -5,7 +5,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed-stamp
 
-.PHONY: run test setup postgres bench docs clean
+.PHONY: run test setup postgres bench docs typecheck clean
 
 # Re-install only when the project's dependencies change.
 $(STAMP): pyproject.toml
@@ -34,6 +34,10 @@ bench: setup
 
 docs: setup
 	$(BIN)/python -m advisor.catalog_docs --write docs/catalog.md
+
+typecheck: setup
+	$(BIN)/python -m pip install --quiet mypy types-PyYAML
+	$(BIN)/python -m mypy
 
 clean:
 	rm -rf $(VENV) .pytest_cache

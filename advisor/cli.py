@@ -13,8 +13,12 @@ import sys
 import textwrap
 from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from advisor.errors import EXIT_USAGE, AdvisorError
+
+if TYPE_CHECKING:
+    from advisor.catalog import Catalog
 
 Handler = Callable[[argparse.Namespace], int]
 
@@ -22,13 +26,13 @@ Handler = Callable[[argparse.Namespace], int]
 _catalog_dir: Path | None = None  # set by the global --catalog flag
 
 
-def _catalog():  # type: ignore[no-untyped-def]
+def _catalog() -> Catalog:
     from advisor.catalog import load_catalog
 
     return load_catalog(_catalog_dir)
 
 
-def _answers(args: argparse.Namespace, catalog) -> dict[str, str]:  # type: ignore[no-untyped-def]
+def _answers(args: argparse.Namespace, catalog: Catalog) -> dict[str, str]:
     """Answers from --answers FILE, then --set flags on top (flags win)."""
     from advisor.answers import load_answers_file, parse_set_flags
 
