@@ -53,14 +53,16 @@ class DrillScreen(Screen[None]):
         yield Footer()
 
     def on_mount(self) -> None:
-        options = self.options()
-        mode = "SIGTERM" if options.get("sigterm") else "SIGKILL"
-        self.query_one("#drill-title", Static).update(
-            Text.assemble(("Crash drill of ", "bold"), (self.dest.name, "bold"),
-                          f": {options.get('records', 2000)} records, {options.get('kills', 10)} kills ({mode})")
-        )
+        self.show_title(self.options())
         if self.autostart:
             self.start()
+
+    def show_title(self, facts: Mapping[str, Any]) -> None:
+        mode = "SIGTERM" if facts.get("sigterm") or facts.get("signal") == "SIGTERM" else "SIGKILL"
+        self.query_one("#drill-title", Static).update(
+            Text.assemble(("Crash drill of ", "bold"), (self.dest.name, "bold"),
+                          f": {facts.get('records', 2000)} records, {facts.get('kills', 10)} kills ({mode})")
+        )
 
     def options(self) -> dict[str, Any]:
         session = self.app.session
@@ -100,9 +102,11 @@ class DrillScreen(Screen[None]):
         kind = event.get("event")
         chart = self.query_one(ProgressChart)
         bar = self.query_one(ProgressBar)
-        if kind == "start" and event.get("records"):
-            bar.update(total=event["records"], progress=0)
-            chart.reset(int(event["records"]))
+        if kind == "start":
+            self.show_title({**self.options(), **event})
+            if event.get("records"):
+                bar.update(total=event["records"], progress=0)
+                chart.reset(int(event["records"]))
         elif kind == "progress":
             bar.update(total=event.get("total") or bar.total, progress=event.get("done", 0))
             chart.add_progress(float(event.get("t", 0.0)), int(event.get("done", 0)), event.get("total"))

@@ -9,30 +9,35 @@ from textual.screen import ModalScreen
 from textual.widgets import Static
 
 HELP = """\
-[b]Continuity Advisor: keys[/]
+[b]Continuity Advisor: keys[/]   (escape closes this help)
 
-[b]Everywhere[/]   [b]?[/]/F1 this help · [b]ctrl+p[/] command palette (every action by name)
-             [b]q[/] or [b]ctrl+q[/] quit · [b]tab[/] next field · [b]escape[/] back
+[b]Everywhere[/]
+  [b]?[/] or [b]F1[/] help · [b]ctrl+p[/] command palette: every action by name
+  [b]q[/] or [b]ctrl+q[/] quit · [b]tab[/] next field · [b]escape[/] back
 
-[b]Welcome[/]      [b]s[/] start the questions · [b]l[/] load a saved answers file (YAML)
+[b]Welcome[/]
+  [b]s[/] start the questions · [b]l[/] load a saved answers file (YAML)
 
-[b]Questions[/]    [b]↑ ↓[/] choose · [b]enter[/] answer and go on · [b]1-9[/] answer by number
-             [b]0[/] I don't know · [b]←[/]/escape back · [b]→[/] next (keep the answer)
+[b]Questions[/] (one per step, the dots show where you are)
+  [b]↑ ↓[/] move · [b]enter[/] answer and go on · [b]1-9[/] answer by number
+  [b]0[/] I don't know · [b]←[/] back · [b]→[/] next, keeping the answer
 
-[b]Recommendation[/]  [b]↑ ↓[/] read about a strategy · [b]enter[/] choose it instead of the top one
-             [b]1-4[/] tabs: why, scenario table, trade-offs, pitfalls
-             [b]r[/] revise the answers · [b]g[/] generate · [b]e[/] export
+[b]Recommendation[/]
+  [b]↑ ↓[/] read about a strategy · [b]enter[/] choose it instead of the top one
+  [b]1-4[/] tabs: why · scenario table · trade-offs · pitfall checklist
+  [b]r[/] revise the answers · [b]g[/] generate · [b]e[/] export
 
-[b]Generate[/]     fill in name, destination and store; [b]ctrl+g[/] or the button generates
-             then [b]t[/] runs the crash drill on the new project
+[b]Generate[/]
+  fill in project name, destination and store, then [b]ctrl+g[/] generates;
+  [b]ctrl+t[/] then runs the crash drill on the new project
 
-[b]Try it[/]       runs the project's drill: kills it, restarts it, verifies the
-             external service's log. [b]r[/] runs it again.
+[b]Try it[/] (the crash drill)
+  kills and restarts the generated project, then checks the external
+  service's log: lost, duplicated, recovery time. [b]r[/] runs it again.
 
-[b]Export[/]       writes the decision record (Markdown) and the answers file (YAML);
-             tick "overwrite" to replace existing files.
-
-[dim]escape or q closes this help[/]
+[b]Export[/]
+  [b]ctrl+s[/] writes the decision record (Markdown) and the answers (YAML);
+  tick "overwrite existing files" to replace files that exist.
 """
 
 
