@@ -1,0 +1,124 @@
+"""The command line: the same commands in every generated project.
+
+    python -m <package> submit-demo --records 2000 [--work-ms 1]
+    python -m <package> run
+    python -m <package> status [--json]
+    python -m <package> drill --records 2000 --kills 10 --seed 1 [--sigterm] [--json]
+
+``main(argv) -> int`` is testable without a subprocess. A :class:`JobError`
+becomes one line on stderr and exit code 2; bad flags also exit 2 (argparse).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+from . import drill as drill_module
+from . import settings as settings_module
+from . import status as status_module
+from .errors import EXIT_OK, EXIT_USAGE, JobError
+from .job import demo_records
+from .settings import Settings
+from .shutdown import Shutdown
+from .strategy import Context, load
+
+
+def positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{text} must be at least 1")
+    return value
+
+
+def non_negative_float(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+    if value < 0 or value != value:
+        raise argparse.ArgumentTypeError(f"{text} must be zero or more")
+    return value
+
+
+def build_parser(strategy: object) -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog=f"python -m {settings_module.PACKAGE}",
+        description=f"{settings_module.PROJECT_NAME}: a {settings_module.STRATEGY} job that survives kill -9.",
+    )
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument("--data-dir", type=Path, default=Path("data"),
+                        help="directory holding the state database and external.db (default: ./data)")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    p = sub.add_parser("submit-demo", parents=[common], help="queue the standard demo workload",
+                       epilog="example: python -m %(prog)s --records 2000 --work-ms 1")
+    p.add_argument("--records", type=positive_int, required=True, help="number of demo records")
+    p.add_argument("--work-ms", type=non_negative_float, default=0.0, help="simulated work per record (ms)")
+    p.set_defaults(func=cmd_submit_demo)
+
+    p = sub.add_parser("run", parents=[common], help="work until nothing is left, then exit 0")
+    p.add_argument("--limit", type=positive_int, default=None,
+                   help="stop after checkpointing about this many records (a slice; for tests and canaries)")
+    p.set_defaults(func=cmd_run)
+
+    p = sub.add_parser("status", parents=[common], help="progress, last checkpoint age and rate per task")
+    p.add_argument("--json", action="store_true", help="machine-readable output")
+    p.set_defaults(func=cmd_status)
+
+    p = sub.add_parser("drill", help="crash drill: kill the worker at random moments, then verify",
+                       epilog="example: drill --records 2000 --kills 10 --seed 1 --json")
+    drill_module.add_arguments(p)
+    p.set_defaults(func=cmd_drill)
+
+    add_commands = getattr(strategy, "add_commands", None)
+    if add_commands is not None:
+        add_commands(sub, common)
+    return parser
+
+
+def cmd_submit_demo(args: argparse.Namespace, ctx: Context) -> int:
+    ids = ctx.strategy.submit(ctx, demo_records(args.records), work_ms=args.work_ms)
+    print(f"queued {args.records} demo records as {len(ids)} task(s) in {ctx.data_dir}")
+    return EXIT_OK
+
+
+def cmd_run(args: argparse.Namespace, ctx: Context) -> int:
+    shutdown = Shutdown(ctx.settings.grace_period_s).install()
+    try:
+        return int(ctx.strategy.run(ctx, shutdown, limit=args.limit))
+    finally:
+        shutdown.cancel()
+
+
+def cmd_status(args: argparse.Namespace, ctx: Context) -> int:
+    print(status_module.render(ctx.strategy.status(ctx), as_json=args.json))
+    return EXIT_OK
+
+
+def cmd_drill(args: argparse.Namespace, ctx: Context) -> int:
+    return drill_module.run_drill(args, ctx)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    try:
+        strategy = load()
+        parser = build_parser(strategy)
+        try:
+            args = parser.parse_args(argv)
+        except SystemExit as exc:  # argparse: --help (0) or bad flags (2)
+            return int(exc.code or 0)
+        settings = Settings.from_env()
+        data_dir = getattr(args, "data_dir", None) or Path("data")
+        ctx = Context(data_dir=data_dir, settings=settings, strategy=strategy)
+        return int(args.func(args, ctx))
+    except JobError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    except KeyboardInterrupt:
+        return 130

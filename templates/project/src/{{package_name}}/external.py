@@ -1,0 +1,135 @@
+"""The simulated external service (a payment API, a mailer, an upload target...).
+
+It lives in its own SQLite file, ``<data-dir>/external.db``, so the state store can
+never enlist it in a transaction: exactly the situation of a real remote API.
+
+* ``apply(record_id, step, idempotency_key, payload)``: applies the effect once per
+  key. A repeated key is acknowledged (``"duplicate"``) and not applied again.
+  A call without a key is always applied (a plain, non-idempotent API).
+* ``lookup(idempotency_key)``: "did my earlier call get through?" — what a worker
+  asks on recovery for a call it recorded as *prepared* but never as *done*.
+
+Every request is logged in ``calls``; every applied effect in
+``effects(record_id, step, idempotency_key, applied_at)``. Verify any run with::
+
+    sqlite3 data/external.db "SELECT record_id, step, COUNT(*) FROM effects GROUP BY 1, 2 HAVING COUNT(*) > 1"
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import sqlite3
+import time
+from pathlib import Path
+from typing import Any
+
+from .errors import StoreError, TransientError
+
+EXTERNAL_DB = "external.db"
+
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS calls (
+    idempotency_key TEXT,
+    record_id       TEXT NOT NULL,
+    step            TEXT NOT NULL DEFAULT '',
+    kind            TEXT NOT NULL,   -- 'apply' or 'lookup'
+    outcome         TEXT NOT NULL,   -- applied | duplicate | failed | found | missing
+    pid             INTEGER NOT NULL,
+    at              DOUBLE PRECISION NOT NULL
+);
+CREATE TABLE IF NOT EXISTS effects (
+    record_id       TEXT NOT NULL,
+    step            TEXT NOT NULL DEFAULT '',   -- '' when a record has a single effect
+    idempotency_key TEXT,
+    applied_at      DOUBLE PRECISION NOT NULL,
+    payload         TEXT
+);
+-- The service's own dedupe: one applied effect per idempotency key.
+CREATE UNIQUE INDEX IF NOT EXISTS effects_by_key ON effects (idempotency_key);
+"""
+
+INSERT_CALL = "INSERT INTO calls (idempotency_key, record_id, step, kind, outcome, pid, at) VALUES (?, ?, ?, ?, ?, ?, ?)"
+INSERT_EFFECT = "INSERT INTO effects (record_id, step, idempotency_key, applied_at, payload) VALUES (?, ?, ?, ?, ?)"
+SELECT_EFFECT_BY_KEY = "SELECT record_id, step, idempotency_key, applied_at, payload FROM effects WHERE idempotency_key = ?"
+
+
+class ExternalService:
+    def __init__(self, data_dir: Path, *, failure_rate: float = 0.0, busy_timeout_ms: int = 5000,
+                 seed: int | None = None) -> None:
+        self.path = Path(data_dir) / EXTERNAL_DB
+        self.failure_rate = failure_rate
+        self._rng = random.Random(seed)
+        try:
+            self.conn = sqlite3.connect(self.path, isolation_level=None, timeout=busy_timeout_ms / 1000)
+            self.conn.execute(f"PRAGMA busy_timeout = {int(busy_timeout_ms)}")
+            self.conn.execute("PRAGMA journal_mode = WAL")
+            # The remote side is durable too: an acknowledged effect stays applied.
+            self.conn.execute("PRAGMA synchronous = FULL")
+            self.conn.executescript(SCHEMA)
+        except sqlite3.Error as exc:
+            raise StoreError(f"external service database {self.path}: {exc}") from None
+
+    def apply(self, record_id: str, step: str, idempotency_key: str | None, payload: Any = None) -> dict[str, Any]:
+        now, pid = time.time(), os.getpid()
+        if self.failure_rate and self._rng.random() < self.failure_rate:
+            self.conn.execute(INSERT_CALL, (idempotency_key, record_id, step, "apply", "failed", pid, now))
+            raise TransientError(f"external service unavailable (simulated) for {record_id}")
+        self.conn.execute("BEGIN IMMEDIATE")
+        try:
+            seen = idempotency_key is not None and self.conn.execute(
+                SELECT_EFFECT_BY_KEY, (idempotency_key,)).fetchone() is not None
+            if not seen:
+                self.conn.execute(INSERT_EFFECT, (record_id, step, idempotency_key, now, json.dumps(payload)))
+            outcome = "duplicate" if seen else "applied"
+            self.conn.execute(INSERT_CALL, (idempotency_key, record_id, step, "apply", outcome, pid, now))
+        except BaseException:
+            self.conn.execute("ROLLBACK")
+            raise
+        self.conn.execute("COMMIT")
+        return {"status": outcome, "record_id": record_id, "step": step, "idempotency_key": idempotency_key}
+
+    def lookup(self, idempotency_key: str) -> dict[str, Any] | None:
+        """The applied effect for this key, or None if the earlier call never got through."""
+        row = self.conn.execute(SELECT_EFFECT_BY_KEY, (idempotency_key,)).fetchone()
+        record_id, step = (row[0], row[1]) if row else ("", "")
+        self.conn.execute(INSERT_CALL, (idempotency_key, record_id, step, "lookup",
+                                        "found" if row else "missing", os.getpid(), time.time()))
+        if row is None:
+            return None
+        return {"status": "found", "record_id": row[0], "step": row[1], "idempotency_key": row[2]}
+
+    def close(self) -> None:
+        self.conn.close()
+
+
+def verify(data_dir: Path, expected: set[tuple[str, str]]) -> dict[str, Any]:
+    """Compare the applied effects with the expected (record_id, step) pairs.
+
+    lost = expected with no effect; duplicate_effects = extra applications of a
+    (record_id, step); redone_calls = apply calls repeating an earlier key.
+    """
+    conn = sqlite3.connect(Path(data_dir) / EXTERNAL_DB)
+    try:
+        counts = {(r, s): n for r, s, n in conn.execute(
+            "SELECT record_id, step, COUNT(*) FROM effects GROUP BY record_id, step")}
+        calls, distinct_keys = conn.execute(
+            "SELECT COUNT(*), COUNT(DISTINCT idempotency_key) FROM calls WHERE kind = 'apply' AND outcome != 'failed'"
+        ).fetchone()
+        lookups = conn.execute("SELECT COUNT(*) FROM calls WHERE kind = 'lookup'").fetchone()[0]
+        keyless, keyless_distinct = conn.execute(
+            "SELECT COUNT(*), COUNT(DISTINCT record_id || '/' || step) FROM calls"
+            " WHERE kind = 'apply' AND idempotency_key IS NULL AND outcome != 'failed'").fetchone()
+    finally:
+        conn.close()
+    return {
+        "lost": len(expected - counts.keys()),
+        "duplicate_effects": sum(n - 1 for n in counts.values() if n > 1),
+        "unexpected_effects": len(counts.keys() - expected),
+        "applied": len(counts),
+        # COUNT(DISTINCT) ignores NULL keys; keyless calls repeat per (record, step).
+        "redone_calls": (calls - keyless - distinct_keys) + (keyless - keyless_distinct),
+        "lookups": lookups,
+        "requests": calls + lookups,
+    }

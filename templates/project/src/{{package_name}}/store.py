@@ -1,0 +1,168 @@
+"""The state database: SQLite by default, PostgreSQL when DATABASE_URL says so.
+
+SQLite durability settings (stated in the README):
+
+* ``journal_mode=WAL``: readers (``status``, the drill) never block the writer;
+* ``synchronous=FULL``: a commit is fsynced before it returns, so a checkpoint that
+  was reported committed survives a power cut, not only a process kill;
+* ``busy_timeout``: a writer waits for the lock instead of failing at once, which
+  is what lets several worker processes share one file.
+
+SQL is written once, with ``?`` placeholders and portable types (TEXT, INTEGER,
+DOUBLE PRECISION, ``ON CONFLICT DO NOTHING``); for PostgreSQL the placeholders
+become ``%s``. Never put a literal ``?`` inside a statement.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from .errors import StoreError
+from .settings import Settings
+
+STATE_DB = "state.db"
+
+
+def check_data_dir(data_dir: Path, *, create: bool) -> Path:
+    """The data directory must be a directory; ``create`` makes it if missing."""
+    if data_dir.exists() and not data_dir.is_dir():
+        raise StoreError(f"--data-dir {data_dir} is not a directory")
+    if not data_dir.exists():
+        if not create:
+            raise StoreError(f"--data-dir {data_dir} does not exist; run `submit-demo --data-dir {data_dir}` first")
+        try:
+            data_dir.mkdir(parents=True)
+        except OSError as exc:
+            raise StoreError(f"cannot create --data-dir {data_dir}: {exc.strerror}") from None
+    return data_dir
+
+
+class Store:
+    """A thin wrapper over one DB-API connection: ``?`` SQL, dict rows, explicit transactions."""
+
+    def __init__(self, conn: Any, dialect: str, where: str) -> None:
+        self.conn, self.dialect, self.where = conn, dialect, where
+
+    def _sql(self, sql: str) -> str:
+        return sql.replace("?", "%s") if self.dialect == "postgresql" else sql
+
+    def execute(self, sql: str, params: Sequence[Any] = ()) -> Any:
+        try:
+            return self.conn.execute(self._sql(sql), tuple(params))
+        except sqlite3.OperationalError as exc:
+            if "locked" in str(exc) or "busy" in str(exc):
+                raise StoreError(f"state database {self.where} is locked by another process "
+                                 f"(waited busy_timeout): {exc}") from None
+            raise
+        except sqlite3.DatabaseError as exc:
+            if "not a database" in str(exc) or "malformed" in str(exc):
+                raise StoreError(f"state database {self.where} is unreadable: {exc}") from None
+            raise
+
+    def executemany(self, sql: str, rows: Sequence[Sequence[Any]]) -> None:
+        for row in rows:
+            self.execute(sql, row)
+
+    def all(self, sql: str, params: Sequence[Any] = ()) -> list[dict[str, Any]]:
+        cur = self.execute(sql, params)
+        names = [d[0] for d in cur.description]
+        return [dict(zip(names, row)) for row in cur.fetchall()]
+
+    def one(self, sql: str, params: Sequence[Any] = ()) -> dict[str, Any] | None:
+        rows = self.all(sql, params)
+        return rows[0] if rows else None
+
+    @contextmanager
+    def transaction(self) -> Iterator[Store]:
+        """One atomic unit. SQLite: BEGIN IMMEDIATE takes the write lock up front, so two
+        workers never both read-then-write the same row (no lock upgrade deadlock)."""
+        self.execute("BEGIN IMMEDIATE" if self.dialect == "sqlite" else "BEGIN")
+        try:
+            yield self
+        except BaseException:
+            self.conn.rollback() if self.dialect == "postgresql" else self.conn.execute("ROLLBACK")
+            raise
+        else:
+            self.execute("COMMIT")
+
+    def close(self) -> None:
+        self.conn.close()
+
+
+def connect(data_dir: Path, settings: Settings, *, create: bool = False) -> Store:
+    """Open the state store (without touching its schema)."""
+    url = settings.database_url
+    if url.startswith(("postgresql://", "postgres://")):
+        try:
+            import psycopg  # only needed for PostgreSQL
+        except ImportError:
+            raise StoreError("DATABASE_URL is PostgreSQL but psycopg is not installed: pip install 'psycopg[binary]'") from None
+        try:
+            conn = psycopg.connect(url, autocommit=True)
+        except psycopg.Error as exc:
+            raise StoreError(f"cannot connect to {url}: {exc}") from None
+        return Store(conn, "postgresql", url)
+    if url and not url.startswith("sqlite"):
+        raise StoreError(f"DATABASE_URL={url!r}: only postgresql://... is supported (unset it for SQLite)")
+    check_data_dir(data_dir, create=create)
+    path = data_dir / STATE_DB
+    if not path.exists() and not create:
+        raise StoreError(f"no state database at {path}; run `submit-demo --data-dir {data_dir}` first")
+    try:
+        # isolation_level=None: we issue BEGIN/COMMIT ourselves (Store.transaction).
+        conn = sqlite3.connect(path, isolation_level=None, timeout=settings.busy_timeout_ms / 1000)
+    except sqlite3.Error as exc:
+        raise StoreError(f"cannot open {path}: {exc}") from None
+    store = Store(conn, "sqlite", str(path))
+    store.execute(f"PRAGMA busy_timeout = {int(settings.busy_timeout_ms)}")
+    store.execute("PRAGMA journal_mode = WAL")
+    store.execute("PRAGMA synchronous = FULL")
+    return store
+
+
+def apply_schema(store: Store, schema_sql: str, version: int, migrations: Mapping[int, str]) -> int:
+    """Create the schema, or migrate it to ``version``; refuse a newer one.
+
+    ``schema.sql`` creates the current schema and records its version in
+    ``schema_version``. ``migrations[v]`` is the SQL that turns version ``v - 1``
+    into version ``v``; each runs in its own transaction with the version bump.
+    """
+    with store.transaction():
+        exists = _has_table(store, "schema_version")
+        if not exists:
+            for statement in split_sql(schema_sql):
+                store.execute(statement)
+            return version
+        row = store.one("SELECT version FROM schema_version")
+    current = int(row["version"]) if row else 0
+    if current > version:
+        raise StoreError(f"state database {store.where} has schema version {current}, newer than this "
+                         f"program's {version}; upgrade the program")
+    while current < version:
+        step = migrations.get(current + 1)
+        if step is None:
+            raise StoreError(f"no migration from schema version {current} to {current + 1}")
+        with store.transaction():
+            for statement in split_sql(step):
+                store.execute(statement)
+            store.execute("UPDATE schema_version SET version = ?", (current + 1,))
+        current += 1
+    return current
+
+
+def _has_table(store: Store, name: str) -> bool:
+    if store.dialect == "sqlite":
+        sql = "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?"
+    else:
+        sql = "SELECT 1 FROM information_schema.tables WHERE table_name = ?"
+    return store.one(sql, (name,)) is not None
+
+
+def split_sql(script: str) -> list[str]:
+    """Statements of a schema file: ``--`` comments dropped, split on ``;``."""
+    lines = [line.split("--", 1)[0] for line in script.splitlines()]
+    return [s.strip() for s in "\n".join(lines).split(";") if s.strip()]

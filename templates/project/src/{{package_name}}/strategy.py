@@ -1,0 +1,64 @@
+"""How a continuity strategy plugs into the shared runtime.
+
+The CLI, the drill and ``status`` are the same in every generated project; they
+talk to the strategy only through the module named by ``settings.RUNTIME_MODULE``
+(e.g. ``checkpoint.py``), which provides:
+
+``NAME: str``
+    the strategy id (``"checkpoint"``).
+``MULTI_WORKER: bool``
+    whether several ``run`` processes may share one data directory.
+``submit(ctx, records, *, work_ms=0.0) -> list[str]``
+    queue work (the demo workload or your own records); returns the new task ids.
+    Refuses a data directory that already holds a workload (JobError).
+``run(ctx, shutdown, *, limit=None) -> int``
+    work until nothing is left (or ``limit`` records were processed, or
+    ``shutdown.requested``), checkpointing as it goes; returns the exit code.
+``status(ctx) -> dict``
+    ``{"strategy", "total", "done", "failed", "percent", "tasks": [{"task_id",
+    "status", "done", "total", "percent", "last_checkpoint_age_s", "rate_per_s",
+    "attempts", "error"}]}``.
+``expected_effects(records) -> set[tuple[str, str]]``
+    the (record_id, step) pairs a complete run applies exactly once.
+``add_commands(subparsers, common) -> None`` (optional)
+    extra subcommands (``common`` is the parent parser holding ``--data-dir``);
+    each sets ``func=callable(args, ctx) -> int``.
+"""
+
+from __future__ import annotations
+
+import importlib
+from dataclasses import dataclass
+from pathlib import Path
+from types import ModuleType
+
+from . import settings as settings_module
+from .external import ExternalService
+from .settings import Settings
+
+
+@dataclass(frozen=True)
+class Context:
+    """What every command gets: where the data lives and how the job is tuned."""
+
+    data_dir: Path
+    settings: Settings
+    #: The strategy module (set by the CLI; the drill and status use it).
+    strategy: ModuleType | None = None
+
+    def external(self) -> ExternalService:
+        return ExternalService(self.data_dir, failure_rate=self.settings.external_failure_rate,
+                               busy_timeout_ms=self.settings.busy_timeout_ms)
+
+
+REQUIRED = ("NAME", "MULTI_WORKER", "submit", "run", "status", "expected_effects")
+
+
+def load(module_name: str | None = None) -> ModuleType:
+    """Import the strategy module of this project and check it has the interface."""
+    name = module_name or settings_module.RUNTIME_MODULE
+    module = importlib.import_module(f".{name}", __package__)
+    missing = [attr for attr in REQUIRED if not hasattr(module, attr)]
+    if missing:
+        raise TypeError(f"strategy module {name} lacks {', '.join(missing)}")
+    return module
