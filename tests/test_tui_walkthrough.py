@@ -129,3 +129,23 @@ def test_help_and_quit_work_from_any_screen(catalog: Catalog, tmp_path: Path) ->
         assert app.return_code == 0
 
     asyncio.run(walk())
+
+
+def test_every_palette_entry_names_an_action_of_the_app() -> None:
+    from advisor.tui.app import AdvisorApp
+    from advisor.tui.commands import ACTIONS
+
+    assert {action for _, action, _ in ACTIONS} >= {"start", "load", "recommend", "generate", "drill", "export", "help"}
+    for _, action, _ in ACTIONS:
+        assert callable(getattr(AdvisorApp, f"action_{action}", None)), action
+
+
+def test_the_palette_opens_the_export_screen(catalog: Catalog, tmp_path: Path) -> None:
+    async def walk() -> None:
+        app = make_app(catalog, workdir=tmp_path)
+        async with app.run_test(size=(80, 24)) as pilot:
+            await pilot.press("ctrl+p", *"Export the decision", "enter")
+            await pilot.pause()
+            assert type(app.screen).__name__ == "ExportScreen"
+
+    asyncio.run(walk())
