@@ -114,8 +114,11 @@ class DrillScreen(Screen[None]):
             chart.add_kill(float(event.get("t", 0.0)))
         elif kind == "report":
             self.running = False
-            if bar.total:
-                bar.update(progress=bar.total)
+            records, lost = event.get("records"), event.get("lost")
+            if isinstance(records, int) and isinstance(lost, int):  # the run's end on the chart
+                end = max(float(event.get("wall_s") or 0.0), chart.points[-1][0] if chart.points else 0.0)
+                chart.add_progress(end, records - lost, records)
+                bar.update(total=records, progress=records - lost)
             box = self.query_one("#drill-verdict", Static)
             box.update(verdict(event))
             box.set_class(bool(event.get("ok")), "ok")

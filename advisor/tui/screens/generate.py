@@ -9,7 +9,7 @@ from rich.text import Text
 from textual import work
 from textual.app import ComposeResult
 from textual.binding import Binding
-from textual.containers import Horizontal, VerticalScroll
+from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.screen import Screen
 from textual.widgets import Button, Footer, Header, Input, Label, Select, Static
 
@@ -49,12 +49,12 @@ class GenerateScreen(Screen[None]):
             with Horizontal(classes="field"):
                 yield Label("Destination", classes="field-label")
                 yield TextInput("continuity_job", id="dest")
-            yield VerticalScroll(id="gen-stores")
-            yield Static("", id="gen-preview")
+            yield Vertical(id="gen-stores")
             with Horizontal(id="gen-buttons"):
                 yield Button("Generate  (ctrl+g)", id="generate-btn", variant="primary")
                 yield Button("Try it  (ctrl+t)", id="try-btn", disabled=True)
             yield Static("", id="gen-status")
+            yield Static("", id="gen-preview")
             yield Static("", id="gen-result")
         yield Footer()
 
@@ -72,7 +72,7 @@ class GenerateScreen(Screen[None]):
             self.query_one("#generate-btn", Button).disabled = True
         self.query_one("#gen-title", Static).update(title)
         self.stores = [q for q in template_questions() if STORE_QUESTION.search(q.id) and q.choices]
-        box = self.query_one("#gen-stores", VerticalScroll)
+        box = self.query_one("#gen-stores", Vertical)
         for q in self.stores:
             choices = [str(c) for c in q.choices]
             box.mount(
@@ -103,8 +103,15 @@ class GenerateScreen(Screen[None]):
         self.refresh_preview()
 
     def refresh_preview(self) -> None:
-        if self.available:
-            self.preview_files(self.strategy.template, self.answers())
+        """Preview after a short pause in typing (each preview renders the template)."""
+        if not self.available:
+            return
+        if getattr(self, "_preview_timer", None) is not None:
+            self._preview_timer.stop()
+        self.query_one("#gen-preview", Static).update(Text("Files it will write: …", style="bold"))
+        self._preview_timer = self.set_timer(
+            0.3, lambda: self.preview_files(self.strategy.template, self.answers())
+        )
 
     @work(thread=True, exclusive=True, group="preview")
     def preview_files(self, strategy: str, answers: dict[str, Any]) -> None:
@@ -166,7 +173,11 @@ class GenerateScreen(Screen[None]):
             f"  PYTHONPATH=src python -m {pkg} run        # kill it, run it again: it resumes\n"
             f"  PYTHONPATH=src python -m {pkg} drill --records 2000 --kills 10 --seed 1\n"
         )
-        self.query_one("#gen-result", Static).update(text)
+        self.query_one("#gen-preview", Static).display = False
+        result = self.query_one("#gen-result", Static)
+        result.update(text)
+        status = self.query_one("#gen-status", Static)
+        self.call_after_refresh(status.scroll_visible, top=True, animate=False)
         button = self.query_one("#try-btn", Button)
         button.disabled = False
         button.focus()

@@ -1,0 +1,188 @@
+"""Pilot tests: generating a project into a temporary folder, and running its drill live."""
+
+from __future__ import annotations
+
+import asyncio
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+import yaml
+from textual.widgets import Button, Input
+
+from advisor.catalog import Catalog
+from advisor.scaffold import generated_strategies
+from advisor.tui.app import make_app
+from advisor.tui.screens.drill import DrillScreen
+from advisor.tui.screens.generate import GenerateScreen
+from advisor.tui.widgets.progress_chart import ProgressChart
+
+BATCH = {"work_shape": "record_batch", "duration": "hours", "recovery_point_store": "database"}
+SMALL_DRILL = {"records": 300, "kills": 3}
+
+
+def shown(app, selector: str) -> str:  # type: ignore[no-untyped-def]
+    return str(app.screen.query_one(selector).render())
+
+
+async def until(pilot, condition, timeout: float = 90.0) -> None:  # type: ignore[no-untyped-def]
+    deadline = time.monotonic() + timeout
+    while not condition():
+        assert time.monotonic() < deadline, "timed out"
+        await pilot.pause(0.1)
+
+
+async def open_generate(pilot, name: str | None = None, dest: str | None = None) -> None:  # type: ignore[no-untyped-def]
+    pilot.app.action_recommend()
+    await pilot.pause()
+    await pilot.press("g")
+    await pilot.pause()
+    assert isinstance(pilot.app.screen, GenerateScreen)
+    if name is not None:
+        pilot.app.screen.query_one("#project-name", Input).value = name
+        await pilot.pause()
+    if dest is not None:
+        pilot.app.screen.query_one("#dest", Input).value = dest
+
+
+def test_generate_writes_the_project_and_shows_tree_and_next_commands(catalog: Catalog, tmp_path: Path) -> None:
+    async def walk() -> None:
+        app = make_app(catalog, BATCH, workdir=tmp_path)
+        async with app.run_test(size=(80, 24)) as pilot:
+            await open_generate(pilot, "Nightly Sync")
+            assert app.screen.query_one("#dest", Input).value == "nightly_sync"  # follows the name
+            await pilot.press("ctrl+g")
+            await until(pilot, lambda: app.session.generated is not None)
+            await pilot.pause()
+            result = shown(app, "#gen-result")
+            assert "schema.sql" in result and "python -m nightly_sync drill" in result
+            assert not app.screen.query_one("#try-btn", Button).disabled
+
+    asyncio.run(walk())
+    project = tmp_path / "nightly_sync"
+    answers = yaml.safe_load((project / ".copier-answers.yml").read_text())
+    assert answers["strategy"] == "checkpoint" and answers["package_name"] == "nightly_sync"
+    assert (project / "src" / "nightly_sync").is_dir()
+
+
+def test_an_occupied_destination_is_a_message_and_is_left_alone(catalog: Catalog, tmp_path: Path) -> None:
+    (tmp_path / "taken").mkdir()
+    (tmp_path / "taken" / "mine.txt").write_text("keep me\n")
+
+    async def walk() -> None:
+        app = make_app(catalog, BATCH, workdir=tmp_path)
+        async with app.run_test(size=(80, 24)) as pilot:
+            await open_generate(pilot, dest="taken")
+            await pilot.press("ctrl+g")
+            await until(pilot, lambda: "failed" in shown(app, "#gen-status"))
+            assert "not empty" in shown(app, "#gen-status")
+            assert app.session.generated is None
+            assert not app.screen.query_one("#generate-btn", Button).disabled  # can try again
+
+    asyncio.run(walk())
+    assert [p.name for p in (tmp_path / "taken").iterdir()] == ["mine.txt"]
+
+
+def test_a_project_name_the_template_rejects_is_a_message(catalog: Catalog, tmp_path: Path) -> None:
+    async def walk() -> None:
+        app = make_app(catalog, BATCH, workdir=tmp_path)
+        async with app.run_test(size=(80, 24)) as pilot:
+            await open_generate(pilot, "../escape", dest="escape")
+            await until(pilot, lambda: "Preview:" in shown(app, "#gen-preview"))  # the preview says so first
+            await pilot.press("ctrl+g")
+            await until(pilot, lambda: "failed" in shown(app, "#gen-status"))
+            assert "path tricks" in shown(app, "#gen-status")
+
+    asyncio.run(walk())
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_a_strategy_without_a_template_says_so(catalog: Catalog, tmp_path: Path) -> None:
+    missing = [s.id for s in catalog.strategies if s.template not in generated_strategies()]
+    if not missing:
+        pytest.skip("every strategy is generated now")
+
+    async def walk() -> None:
+        app = make_app(catalog, workdir=tmp_path)
+        app.session.chosen = missing[0]
+        async with app.run_test(size=(80, 24)) as pilot:
+            app.action_generate()
+            await pilot.pause()
+            assert "not generated yet" in shown(app, "#gen-title")
+            assert app.screen.query_one("#generate-btn", Button).disabled
+            await pilot.press("ctrl+g")
+            await pilot.pause()
+            assert app.session.generated is None
+
+    asyncio.run(walk())
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_try_it_runs_the_drill_live_to_a_verdict(catalog: Catalog, tmp_path: Path) -> None:
+    async def walk() -> None:
+        app = make_app(catalog, BATCH, workdir=tmp_path, drill_options=SMALL_DRILL)
+        async with app.run_test(size=(80, 24)) as pilot:
+            await open_generate(pilot, "Drill Me")
+            await pilot.press("ctrl+g")
+            await until(pilot, lambda: app.session.generated is not None)
+            await pilot.press("ctrl+t")
+            await pilot.pause()
+            screen = app.screen
+            assert isinstance(screen, DrillScreen)
+            await until(pilot, lambda: not screen.running)
+            verdict = shown(app, "#drill-verdict")
+            assert "PASSED" in verdict and "lost 0" in verdict and "duplicated 0" in verdict
+            chart = screen.query_one(ProgressChart)
+            assert len(chart.kills) == 3 and chart.points[-1][1] == 300
+            log = shown(app, "#drill-lines")
+            assert log.count("✕ kill") == 3 and log.count("✔ recovered") == 3
+            await pilot.press("r")  # run it again
+            assert screen.running
+            await until(pilot, lambda: not screen.running)
+            assert "PASSED" in shown(app, "#drill-verdict")
+
+    asyncio.run(walk())
+
+
+def test_a_failing_drill_is_a_message(catalog: Catalog, tmp_path: Path) -> None:
+    async def walk() -> None:
+        app = make_app(catalog, workdir=tmp_path, drill_options=SMALL_DRILL)
+        async with app.run_test(size=(80, 24)) as pilot:
+            await app.push_screen(DrillScreen(tmp_path))  # not a generated project
+            await until(pilot, lambda: not app.screen.running)
+            assert "The drill failed" in shown(app, "#drill-verdict")
+            assert "not a generated project" in shown(app, "#drill-verdict")
+
+    asyncio.run(walk())
+
+
+def test_try_it_before_generating_opens_generate(catalog: Catalog, tmp_path: Path) -> None:
+    async def walk() -> None:
+        app = make_app(catalog, BATCH, workdir=tmp_path)
+        async with app.run_test(size=(80, 24)) as pilot:
+            await pilot.press("ctrl+p", *"Try it", "enter")
+            await pilot.pause()
+            assert isinstance(app.screen, GenerateScreen)
+
+    asyncio.run(walk())
+
+
+def test_quitting_during_a_drill_exits_and_stops_it(catalog: Catalog, tmp_path: Path) -> None:
+    async def walk() -> None:
+        app = make_app(catalog, BATCH, workdir=tmp_path, drill_options={"records": 20000, "kills": 5})
+        async with app.run_test(size=(80, 24)) as pilot:
+            await open_generate(pilot, "Quit Probe")
+            await pilot.press("ctrl+g")
+            await until(pilot, lambda: app.session.generated is not None)
+            await pilot.press("ctrl+t")
+            await until(pilot, lambda: app.screen.query_one(ProgressChart).points != [])
+            await pilot.press("ctrl+q")
+            await pilot.pause()
+        assert app.return_code == 0
+
+    asyncio.run(walk())
+    deadline = time.monotonic() + 20
+    while subprocess.run(["pgrep", "-f", "quit_probe drill"], capture_output=True).returncode == 0:
+        assert time.monotonic() < deadline, "the drill kept running after the app quit"
+        time.sleep(0.2)
