@@ -1,0 +1,239 @@
+"""The Copier template rendered with fixed answers: files, answers file, validators.
+
+Rendering is fast (no install); the generated projects' own suites run in
+test_template_generated.py.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+from advisor import scaffold
+from advisor.errors import ScaffoldError
+from advisor.paths import templates_dir
+
+COPIER = Path(sys.executable).with_name("copier")
+ALL_STRATEGIES = {"idempotent-retry", "checkpoint", "stream-checkpoint", "state-machine", "event-sourcing",
+                  "event-sourcing-idempotent"}
+SHARED_RUNTIME = ["cli.py", "settings.py", "store.py", "shutdown.py", "state.py", "external.py", "job.py",
+                  "drill.py", "status.py", "strategy.py", "errors.py", "__main__.py"]
+
+
+def copier_cli(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([str(COPIER), *args], capture_output=True, text=True, timeout=120)
+
+
+def answers_of(dest: Path) -> dict:
+    return yaml.safe_load((dest / ".copier-answers.yml").read_text())
+
+
+# ---- the plain Copier CLI -------------------------------------------------------
+def test_plain_copier_cli_renders_the_checkpoint_project(tmp_path: Path) -> None:
+    dest = tmp_path / "job"
+    result = copier_cli("copy", str(templates_dir()), str(dest), "--data", "strategy=checkpoint", "--defaults")
+    assert result.returncode == 0, result.stderr
+    pkg = dest / "src" / "continuity_job"
+    for name in SHARED_RUNTIME + ["checkpoint.py", "schema.sql"]:
+        assert (pkg / name).is_file(), name
+    assert not (pkg / "checkpoint_file.py").exists()
+    for name in ("pyproject.toml", "README.md", "Makefile", "tests/test_drill.py", "tests/test_checkpoint.py"):
+        assert (dest / name).is_file(), name
+    answers = answers_of(dest)
+    assert answers["strategy"] == "checkpoint" and answers["package_name"] == "continuity_job"
+    assert answers["checkpoint_store"] == "table" and "runtime_module" not in answers
+    schema = (pkg / "schema.sql").read_text()
+    assert "processed_offset" in schema and "INSERT INTO schema_version (version) VALUES (2)" in schema
+    readme = (dest / "README.md").read_text()
+    assert "synchronous=FULL" in readme and "kill -9" in readme and "busy_timeout" in readme
+
+
+def test_plain_copier_cli_renders_the_file_variant(tmp_path: Path) -> None:
+    dest = tmp_path / "job"
+    result = copier_cli("copy", str(templates_dir()), str(dest), "--data", "strategy=checkpoint",
+                        "--data", "checkpoint_store=file", "--data", "project_name=Photo Uploader", "--defaults")
+    assert result.returncode == 0, result.stderr
+    pkg = dest / "src" / "photo_uploader"
+    assert (pkg / "checkpoint_file.py").is_file()
+    assert not (pkg / "checkpoint.py").exists() and not (pkg / "schema.sql").exists()
+    assert (dest / "tests" / "test_checkpoint_file.py").is_file()
+    assert answers_of(dest)["checkpoint_store"] == "file"
+    assert "os.replace" in (dest / "README.md").read_text()
+
+
+@pytest.mark.parametrize("data", [
+    "package_name=Bad-Name",          # not an identifier
+    "package_name=import",            # a keyword
+    "project_name=../escape",         # path trick
+    "project_name=a/b",               # path separator
+    "strategy=state-machine",         # no template yet (until its files exist)
+    "strategy=teleport",              # not a strategy at all
+    "batch_size=0",                   # must be positive
+])
+def test_plain_copier_cli_rejects_bad_answers(tmp_path: Path, data: str) -> None:
+    if data == "strategy=state-machine" and "state-machine" in scaffold.generated_strategies():
+        data = "strategy=stream-checkpoint"
+    dest = tmp_path / "job"
+    result = copier_cli("copy", str(templates_dir()), str(dest), "--data", data, "--defaults")
+    assert result.returncode != 0
+    assert not dest.exists()
+
+
+def test_copier_recopy_reuses_the_recorded_answers(tmp_path: Path) -> None:
+    dest = tmp_path / "job"
+    scaffold.generate("checkpoint", dest, {"project_name": "Nightly Sync", "batch_size": 42})
+    (dest / "src" / "nightly_sync" / "job.py").unlink()
+    result = copier_cli("recopy", "--defaults", "--overwrite", str(dest))
+    assert result.returncode == 0, result.stderr
+    assert (dest / "src" / "nightly_sync" / "job.py").is_file()
+    assert "batch_size: int = 42" in (dest / "src" / "nightly_sync" / "settings.py").read_text()
+
+
+# ---- advisor.scaffold -----------------------------------------------------------
+OPTION_SETS = {
+    "table": {},
+    "file": {"checkpoint_store": "file"},
+    "tuned": {"project_name": "Nightly Sync", "batch_size": 50, "checkpoint_interval_s": 2.5,
+              "grace_period_s": 10, "state_store": "postgresql"},
+}
+
+
+@pytest.mark.parametrize("name", sorted(OPTION_SETS))
+def test_generate_renders_each_option_set(tmp_path: Path, name: str) -> None:
+    answers = OPTION_SETS[name]
+    generated = scaffold.generate("checkpoint", tmp_path / name, answers)
+    assert generated.dest == tmp_path / name
+    recorded = answers_of(generated.dest)
+    assert recorded["strategy"] == "checkpoint"
+    for key, value in answers.items():
+        assert recorded[key] == value
+    assert generated.package == recorded["package_name"]
+    assert f"src/{generated.package}/cli.py" in generated.files and ".copier-answers.yml" in generated.files
+    module = "checkpoint_file.py" if answers.get("checkpoint_store") == "file" else "checkpoint.py"
+    assert f"src/{generated.package}/{module}" in generated.files
+    settings = (generated.dest / "src" / generated.package / "settings.py").read_text()
+    if name == "tuned":
+        assert generated.package == "nightly_sync"
+        assert "batch_size: int = 50" in settings and "grace_period_s: float = 10.0" in settings
+        assert "psycopg" in (generated.dest / "pyproject.toml").read_text()
+
+
+def test_generate_never_copies_runtime_code_across_strategies() -> None:
+    runtime = templates_dir() / "project" / "src" / "{{package_name}}"
+    names = [p.name for p in runtime.iterdir()]
+    for name in SHARED_RUNTIME:
+        assert names.count(name) + names.count(name + ".jinja") == 1, name
+    # Everything else is strategy-specific and included by a conditional name.
+    for name in set(names) - set(SHARED_RUNTIME) - {n + ".jinja" for n in SHARED_RUNTIME} - {"__init__.py.jinja"}:
+        assert name.startswith("{% if"), name
+
+
+@pytest.mark.parametrize("strategy, answers, message", [
+    ("checkpoint", {"package_name": "Bad-Name"}, "package_name"),
+    ("checkpoint", {"package_name": "9lives"}, "package_name"),
+    ("checkpoint", {"package_name": "class"}, "keyword"),
+    ("checkpoint", {"project_name": "../../etc"}, "path tricks"),
+    ("checkpoint", {"project_name": "~root"}, "path tricks"),
+    ("checkpoint", {"project_name": ""}, "empty"),
+    ("checkpoint", {"batch_size": -5}, "batch_size"),
+    ("checkpoint", {"batch_size": "lots"}, "expected a int"),
+    ("checkpoint", {"grace_period_s": 0}, "grace_period_s"),
+    ("checkpoint", {"checkpoint_store": "cloud"}, "table, file"),
+    ("checkpoint", {"colour": "blue"}, "valid ids: project_name"),
+    ("checkpoint", {"strategy": "event-sourcing"}, "strategy"),
+    ("teleport", {}, "unknown strategy"),
+])
+def test_generate_rejects_bad_answers_and_writes_nothing(tmp_path: Path, strategy: str, answers: dict,
+                                                        message: str) -> None:
+    dest = tmp_path / "job"
+    with pytest.raises(ScaffoldError, match=message):
+        scaffold.generate(strategy, dest, answers)
+    assert not dest.exists()
+
+
+def test_unsupported_strategies_say_not_yet_generated(tmp_path: Path) -> None:
+    missing = ALL_STRATEGIES - scaffold.generated_strategies()
+    for strategy in sorted(missing):
+        with pytest.raises(ScaffoldError, match="not yet generated"):
+            scaffold.generate(strategy, tmp_path / strategy)
+        assert not (tmp_path / strategy).exists()
+
+
+def test_copier_validators_are_the_last_line_of_defence(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Even when the pre-check is bypassed, Copier's own validator refuses, by question id."""
+    monkeypatch.setattr(scaffold, "validate_answers", lambda strategy, answers: {**answers, "strategy": strategy})
+    dest = tmp_path / "empty"
+    dest.mkdir()
+    with pytest.raises(ScaffoldError, match="package_name"):
+        scaffold.generate("checkpoint", dest, {"package_name": "Not Valid"})
+    assert dest.is_dir() and not any(dest.iterdir())  # the empty destination stays empty
+    with pytest.raises(ScaffoldError, match="not yet generated|stream-checkpoint"):
+        scaffold.generate("stream-checkpoint", tmp_path / "new")
+    assert not (tmp_path / "new").exists()
+
+
+def test_generate_refuses_a_non_empty_destination(tmp_path: Path) -> None:
+    dest = tmp_path / "occupied"
+    dest.mkdir()
+    (dest / "notes.txt").write_text("mine")
+    with pytest.raises(ScaffoldError, match="not empty"):
+        scaffold.generate("checkpoint", dest)
+    assert sorted(p.name for p in dest.iterdir()) == ["notes.txt"]
+    generated = scaffold.generate("checkpoint", dest, force=True)
+    assert (dest / "notes.txt").read_text() == "mine" and "src/continuity_job/cli.py" in generated.files
+
+
+def test_generate_refuses_a_file_as_destination(tmp_path: Path) -> None:
+    (tmp_path / "f").write_text("x")
+    with pytest.raises(ScaffoldError, match="not a directory"):
+        scaffold.generate("checkpoint", tmp_path / "f")
+
+
+def test_preview_lists_files_without_writing(tmp_path: Path) -> None:
+    files = scaffold.preview("checkpoint", {"project_name": "Nightly Sync"})
+    assert "src/nightly_sync/checkpoint.py" in files and "README.md" in files and "tests/test_drill.py" in files
+    assert "src/continuity_job/checkpoint_file.py" in scaffold.preview("checkpoint", {"checkpoint_store": "file"})
+    with pytest.raises(ScaffoldError):
+        scaffold.preview("checkpoint", {"package_name": "-x"})
+
+
+# ---- questions ------------------------------------------------------------------
+def test_template_questions_have_fixed_ids_help_and_choices() -> None:
+    questions = {q.id: q for q in scaffold.template_questions()}
+    assert list(questions)[:3] == ["project_name", "package_name", "strategy"]
+    assert set(questions["strategy"].choices) == ALL_STRATEGIES
+    assert questions["checkpoint_store"].choices == ("table", "file")
+    assert "runtime_module" not in questions  # computed, never asked
+    for question in questions.values():
+        assert question.help, question.id
+    assert questions["batch_size"].type == "int" and questions["batch_size"].default == 100
+
+
+def test_generated_strategies_is_a_subset_with_checkpoint() -> None:
+    available = scaffold.generated_strategies()
+    assert "checkpoint" in available and available <= ALL_STRATEGIES
+
+
+@pytest.mark.parametrize("project_name, package", [
+    ("Nightly Sync", "nightly_sync"),        # spaces → _
+    ("ETL--Job 2", "etl_job_2"),             # runs of non-alphanumerics collapse
+    ("2fast", "fast"),                       # cannot start with a digit
+])
+def test_package_name_default_chains_from_project_name(project_name: str, package: str) -> None:
+    assert scaffold.validate_answers("checkpoint", {"project_name": project_name}) == {
+        "strategy": "checkpoint", "project_name": project_name}
+    assert scaffold.preview("checkpoint", {"project_name": project_name})[0]  # renders
+    assert f"src/{package}/cli.py" in scaffold.preview("checkpoint", {"project_name": project_name})
+
+
+def test_scaffold_import_does_not_import_copier() -> None:
+    code = "import sys, advisor.scaffold as s; s.template_questions(); s.validate_answers('checkpoint', {}); " \
+           "print('copier' in sys.modules)"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])})
+    assert out.stdout.strip() == "False", out.stderr
