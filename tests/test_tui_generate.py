@@ -168,11 +168,16 @@ def test_try_it_before_generating_opens_generate(catalog: Catalog, tmp_path: Pat
     asyncio.run(walk())
 
 
-def test_quitting_during_a_drill_exits_and_stops_it(catalog: Catalog, tmp_path: Path) -> None:
+def pids(pattern: str) -> list[int]:
+    out = subprocess.run(["pgrep", "-f", pattern], capture_output=True, text=True).stdout
+    return [int(pid) for pid in out.split()]
+
+
+def quit_during_drill(catalog: Catalog, tmp_path: Path, name: str) -> None:
     async def walk() -> None:
         app = make_app(catalog, BATCH, workdir=tmp_path, drill_options={"records": 20000, "kills": 5})
         async with app.run_test(size=(80, 24)) as pilot:
-            await open_generate(pilot, "Quit Probe")
+            await open_generate(pilot, name)
             await pilot.press("ctrl+g")
             await until(pilot, lambda: app.session.generated is not None)
             await pilot.press("ctrl+t")
@@ -182,7 +187,32 @@ def test_quitting_during_a_drill_exits_and_stops_it(catalog: Catalog, tmp_path: 
         assert app.return_code == 0
 
     asyncio.run(walk())
-    deadline = time.monotonic() + 20
-    while subprocess.run(["pgrep", "-f", "quit_probe drill"], capture_output=True).returncode == 0:
-        assert time.monotonic() < deadline, "the drill kept running after the app quit"
-        time.sleep(0.2)
+
+
+def test_quitting_during_a_drill_exits_and_stops_the_drill(catalog: Catalog, tmp_path: Path) -> None:
+    quit_during_drill(catalog, tmp_path, "Quit Probe")
+    try:
+        deadline = time.monotonic() + 20
+        while pids("quit_probe drill"):
+            assert time.monotonic() < deadline, "the drill kept running after the app quit"
+            time.sleep(0.2)
+    finally:
+        for pid in pids("quit_probe"):  # a worker the drill left behind (see the next test)
+            subprocess.run(["kill", str(pid)], check=False)
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="scaffold.drill_events stops the drill with SIGKILL, so the drill's own cleanup never "
+    "stops its worker child; remove this mark when drill_events interrupts the drill first",
+)
+def test_quitting_during_a_drill_stops_its_workers_too(catalog: Catalog, tmp_path: Path) -> None:
+    quit_during_drill(catalog, tmp_path, "Orphan Probe")
+    try:
+        deadline = time.monotonic() + 10
+        while pids("orphan_probe"):
+            assert time.monotonic() < deadline, "a drill worker kept running after the app quit"
+            time.sleep(0.2)
+    finally:
+        for pid in pids("orphan_probe"):  # the processes this test started, by id
+            subprocess.run(["kill", str(pid)], check=False)
