@@ -97,3 +97,18 @@ def test_drill_finished(snap_compare) -> None:  # type: ignore[no-untyped-def]
         await pilot.pause()
 
     assert snap_compare(app(), run_before=feed, terminal_size=(80, 24))
+
+
+def test_generate_form_with_preview(snap_compare) -> None:  # type: ignore[no-untyped-def]
+    async def open_it(pilot) -> None:  # type: ignore[no-untyped-def]
+        pilot.app.action_recommend()
+        await pilot.pause()
+        pilot.app.action_generate()
+        await pilot.pause()
+        preview = pilot.app.screen.query_one("#gen-preview")
+        for _ in range(300):  # the preview renders the template in a thread
+            if "Files it will write (" in str(preview.render()):
+                break
+            await pilot.pause(0.05)
+
+    assert snap_compare(app(BATCH), run_before=open_it, terminal_size=(80, 24))

@@ -29,13 +29,6 @@ def why_text(session: Session, rec: Any, ranked: Any) -> Text:
     text.append(strategy.summary.strip() + "\n")
     _section(text, "Because", ranked.because)
     _section(text, "Against it", ranked.against, bullet="−")
-    point = strategy.recovery_point
-    _section(
-        text,
-        "Its recovery point",
-        [f"Q1 where: {point.where}", f"Q2 how often: {point.how_often}", f"Q3 duplicates: {point.duplicates}"],
-        bullet="·",
-    )
     if is_top:
         swings = []
         for swing in rec.swings:
@@ -43,8 +36,19 @@ def why_text(session: Session, rec: Any, ranked: Any) -> Text:
             value = session.choice_label(swing.question, swing.value)
             swings.append(f"{asks} “{value}” → {session.catalog.strategy(swing.would_pick).name}")
         _section(text, "An open question that would change the pick", swings, bullet="?")
+        if not swings:
+            open_ids = [q.id for q in session.questions() if q.id not in rec.answers]
+            text.append("\nNo open question would change the pick" if open_ids else "\nEvery question is answered", style="bold")
+            text.append(f" ({len(open_ids)} left open).\n" if open_ids else ".\n")
     else:
         _section(text, f"Why {rec.top.strategy.name} ranks higher", rec.why_not.get(strategy.id, ()))
+    point = strategy.recovery_point
+    _section(
+        text,
+        "Its recovery point",
+        [f"Q1 where: {point.where}", f"Q2 how often: {point.how_often}", f"Q3 duplicates: {point.duplicates}"],
+        bullet="·",
+    )
     _section(text, "Notes", rec.notes, bullet="i")
     return text
 

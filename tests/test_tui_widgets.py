@@ -1,0 +1,93 @@
+"""Pure helpers of the TUI's widgets: tables of cases, no app running."""
+
+from __future__ import annotations
+
+import pytest
+
+from advisor.tui.screens.generate import package_of
+from advisor.tui.widgets.drill_log import event_line, verdict
+from advisor.tui.widgets.file_tree import file_tree
+from advisor.tui.widgets.progress_chart import ProgressChart
+
+
+def chart(points: list[tuple[float, int]], kills: list[float] = ()) -> ProgressChart:  # type: ignore[assignment]
+    c = ProgressChart()
+    c.points, c.kills, c.total = list(points), list(kills), 100
+    return c
+
+
+@pytest.mark.parametrize(
+    ("points", "width", "expected"),
+    [
+        ([], 4, [0, 0, 0, 0]),  # nothing yet: empty columns
+        ([(1.0, 10), (2.0, 20), (3.0, 30), (4.0, 40)], 4, [10, 20, 30, 40]),  # one point per column
+        ([(4.0, 40)], 4, [0, 0, 0, 40]),  # a column shows what was done by its end
+        ([(1.0, 10), (1.5, 15), (4.0, 40)], 2, [15, 40]),  # the last point inside a column wins
+        ([(1.0, 10)], 0, []),  # no room: no columns
+    ],
+)
+def test_chart_columns(points: list[tuple[float, int]], width: int, expected: list[int]) -> None:
+    assert chart(points).columns(width) == expected
+
+
+@pytest.mark.parametrize(
+    ("kills", "expected"),
+    [
+        ([], set()),  # no kills: a plain axis
+        ([1.0], {2}),  # a quarter of the way through: column 2 of 0..7
+        ([4.0], {7}),  # a kill at the very end stays on the chart
+        ([1.0, 1.1], {2}),  # two kills close together share a column
+    ],
+)
+def test_chart_kill_marks(kills: list[float], expected: set[int]) -> None:
+    assert chart([(0.5, 5), (4.0, 100)], kills).kill_columns(8) == expected
+
+
+@pytest.mark.parametrize(
+    ("files", "expected"),
+    [
+        (["a.txt"], "p\n└── a.txt"),  # one file
+        (["src/m.py", "README.md"], "p\n├── src/\n│   └── m.py\n└── README.md"),  # folders first
+        (["b/y", "b/x"], "p\n└── b/\n    ├── x\n    └── y"),  # sorted within a folder
+    ],
+)
+def test_file_tree(files: list[str], expected: str) -> None:
+    assert file_tree(files, "p") == expected
+
+
+@pytest.mark.parametrize(
+    ("name", "package"),
+    [
+        ("Continuity Job", "continuity_job"),  # spaces become underscores
+        ("Nightly  Sync!", "nightly_sync"),  # runs of other characters collapse, trailing ones go
+        ("42 things", "things"),  # a package can't start with a digit
+        ("!!!", "continuity_job"),  # nothing usable: the template's fallback
+    ],
+)
+def test_package_of_matches_the_template_default(name: str, package: str) -> None:
+    assert package_of(name) == package
+
+
+@pytest.mark.parametrize(
+    ("event", "expected"),
+    [
+        ({"event": "kill", "n": 2, "signal": "SIGKILL", "done": 120, "t": 1.5}, "✕ kill 2 SIGKILL after 120 records"),
+        ({"event": "restart", "n": 2, "t": 1.6}, "↻ restart 2"),
+        ({"event": "recovered", "n": 2, "ms": 88, "t": 1.7}, "✔ recovered 2 in 88 ms"),
+        ({"event": "progress", "done": 1, "total": 2, "t": 0.1}, None),  # progress feeds the chart, not the log
+    ],
+)
+def test_event_lines(event: dict[str, object], expected: str | None) -> None:
+    line = event_line(event)
+    assert (None if line is None else line.plain.strip().split("s ", 1)[1]) == expected
+
+
+@pytest.mark.parametrize(
+    ("report", "expected"),
+    [
+        ({"ok": True, "lost": 0, "duplicate_effects": 0, "recovery_ms": {"p50": 90}}, "✔ PASSED  lost 0 · duplicated 0"),
+        ({"ok": False, "lost": 3, "duplicate_effects": 1}, "✘ FAILED  lost 3 · duplicated 1"),  # either count fails it
+    ],
+)
+def test_verdict(report: dict[str, object], expected: str) -> None:
+    assert verdict(report).plain.startswith(expected)
