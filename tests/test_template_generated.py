@@ -1,0 +1,143 @@
+"""Generated projects, installed and tested: their own suites (kill -9 drills
+included) must pass, and advisor.scaffold must stream their drill.
+
+All generated projects of a test session share ONE virtual environment (built once,
+under a file lock so pytest-xdist workers share it too): it sees the toolkit's own
+packages through a .pth file, and each project is installed with
+`pip install --no-deps --no-build-isolation -e` (nothing is downloaded).
+"""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import re
+import subprocess
+import sys
+import sysconfig
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import pytest
+
+from advisor import scaffold
+from advisor.errors import DrillError
+
+pytestmark = pytest.mark.slow
+
+#: strategy, answers. One entry per template option set; every package name is
+#: distinct because they are all installed into the same environment.
+OPTION_SETS = {
+    "checkpoint-table": ("checkpoint", {"project_name": "Ck Table Job"}),
+    "checkpoint-file": ("checkpoint", {"project_name": "Ck File Job", "checkpoint_store": "file"}),
+    "checkpoint-tuned": ("checkpoint", {"project_name": "Ck Tuned Job", "batch_size": 40, "task_size": 300,
+                                         "checkpoint_interval_s": 0.5, "grace_period_s": 8}),
+}
+
+
+@contextmanager
+def _locked(path: Path) -> Iterator[None]:
+    with open(path, "a") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+@pytest.fixture(scope="session")
+def shared_root(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    # With xdist, getbasetemp() is per worker; its parent is shared by the session.
+    base = tmp_path_factory.getbasetemp()
+    root = base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base
+    return root / "generated-env"
+
+
+@pytest.fixture(scope="session")
+def generated_python(shared_root: Path) -> Path:
+    """The shared environment's interpreter (created on first use)."""
+    shared_root.mkdir(parents=True, exist_ok=True)
+    venv = shared_root / "venv"
+    python = venv / "bin" / "python"
+    with _locked(shared_root / ".lock"):
+        if not python.exists():
+            subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
+            purelib = Path(subprocess.run([str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+                                          capture_output=True, text=True, check=True).stdout.strip())
+            # The toolkit's site-packages (pytest, hatchling, ...) become visible here.
+            (purelib / "_toolkit.pth").write_text(sysconfig.get_paths()["purelib"] + "\n")
+    return python
+
+
+def install(python: Path, project: Path, shared_root: Path) -> None:
+    with _locked(shared_root / ".lock"):
+        result = subprocess.run(
+            [sys.executable, "-m", "pip", "--python", str(python), "install", "--quiet", "--no-deps",
+             "--no-build-isolation", "--no-index", "-e", str(project)],
+            capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+def clean_env() -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "DATABASE_URL")
+           and not k.startswith(("PYTEST_", "COV_"))}
+    return env
+
+
+@pytest.mark.parametrize("option_set", sorted(OPTION_SETS))
+def test_generated_project_installs_and_its_suite_passes(option_set: str, tmp_path: Path, generated_python: Path,
+                                                         shared_root: Path) -> None:
+    strategy, answers = OPTION_SETS[option_set]
+    generated = scaffold.generate(strategy, tmp_path / option_set, answers)
+    install(generated_python, generated.dest, shared_root)
+    # Installed: importable from anywhere, and `python -m <pkg>` answers.
+    where = subprocess.run([str(generated_python), "-c", f"import {generated.package}; print({generated.package}.__file__)"],
+                           cwd=tmp_path, capture_output=True, text=True, env=clean_env())
+    assert where.returncode == 0 and str(generated.dest / "src") in where.stdout, where.stderr
+    helped = subprocess.run([str(generated_python), "-m", generated.package, "--help"], cwd=tmp_path,
+                            capture_output=True, text=True, env=clean_env())
+    assert helped.returncode == 0
+    for command in ("submit-demo", "run", "status", "drill"):
+        assert command in helped.stdout
+    # Its own tests, with plain pytest, exactly as a user runs them.
+    result = subprocess.run([str(generated_python), "-m", "pytest", "-q", "-p", "no:cacheprovider"],
+                            cwd=generated.dest, capture_output=True, text=True, timeout=600, env=clean_env())
+    summary = result.stdout.strip().splitlines()[-1] if result.stdout.strip() else ""
+    assert result.returncode == 0, result.stdout[-4000:] + result.stderr[-2000:]
+    passed = int(re.search(r"(\d+) passed", summary).group(1))  # type: ignore[union-attr]
+    assert passed >= 25 and "failed" not in summary and "skipped" not in summary, summary
+
+
+def test_scaffold_streams_the_drill(tmp_path: Path) -> None:
+    generated = scaffold.generate("checkpoint", tmp_path / "job", {"project_name": "Stream Job"})
+    events = list(scaffold.drill_events(generated.dest, records=800, kills=3, seed=4, work_ms=0.5))
+    kinds = [e["event"] for e in events]
+    assert kinds[0] == "start" and kinds[-1] == "report"
+    assert kinds.count("kill") == 3 and kinds.count("recovered") == 3
+    progress = [e for e in events if e["event"] == "progress"]
+    assert progress and all(0 <= e["done"] <= e["total"] == 800 for e in progress)
+    report = events[-1]
+    assert report["ok"] is True and report["lost"] == 0 and report["duplicate_effects"] == 0
+    assert report["kills"] == 3 and report["strategy"] == "checkpoint"
+
+
+def test_scaffold_run_drill_with_sigterm(tmp_path: Path) -> None:
+    generated = scaffold.generate("checkpoint", tmp_path / "job", {"checkpoint_store": "file"})
+    report = scaffold.run_drill(generated.dest, records=600, kills=2, seed=2, sigterm=True, work_ms=0.5)
+    assert report["ok"] is True and report["signal"] == "SIGTERM"
+    assert [g["exit_code"] for g in report["graceful_exits"]] == [0, 0]
+    assert report["redone_calls"] == 0
+
+
+def test_drill_of_something_that_is_not_a_project(tmp_path: Path) -> None:
+    with pytest.raises(DrillError, match="not a generated project"):
+        list(scaffold.drill_events(tmp_path))
+
+
+def test_drill_that_cannot_report_is_a_drill_error(tmp_path: Path) -> None:
+    generated = scaffold.generate("checkpoint", tmp_path / "job")
+    # Break the project: the drill crashes before reporting.
+    (generated.dest / "src" / generated.package / "drill.py").write_text("raise SystemExit('drill broken')\n")
+    with pytest.raises(DrillError, match="did not report"):
+        scaffold.run_drill(generated.dest, records=10, kills=0)
