@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from textual.widgets import Button, Input
+from textual.widgets import Button, Input, Select
 
 from advisor.catalog import Catalog
 from advisor.scaffold import generated_strategies
@@ -64,6 +64,26 @@ def test_generate_writes_the_project_and_shows_tree_and_next_commands(catalog: C
     answers = yaml.safe_load((project / ".copier-answers.yml").read_text())
     assert answers["strategy"] == "checkpoint" and answers["package_name"] == "nightly_sync"
     assert (project / "src" / "nightly_sync").is_dir()
+
+
+def test_the_store_choice_reaches_the_template_and_a_typed_destination_stays(
+    catalog: Catalog, tmp_path: Path
+) -> None:
+    async def walk() -> None:
+        app = make_app(catalog, BATCH, workdir=tmp_path)
+        async with app.run_test(size=(80, 24)) as pilot:
+            await open_generate(pilot, dest="jobs/file_variant")
+            app.screen.query_one("#project-name", Input).value = "Renamed Job"
+            await pilot.pause()
+            assert app.screen.query_one("#dest", Input).value == "jobs/file_variant"
+            app.screen.query_one("#store-checkpoint_store", Select).value = "file"
+            await pilot.press("ctrl+g")
+            await until(pilot, lambda: app.session.generated is not None)
+
+    (tmp_path / "jobs").mkdir()
+    asyncio.run(walk())
+    answers = yaml.safe_load((tmp_path / "jobs/file_variant/.copier-answers.yml").read_text())
+    assert answers["checkpoint_store"] == "file" and answers["package_name"] == "renamed_job"
 
 
 def test_an_occupied_destination_is_a_message_and_is_left_alone(catalog: Catalog, tmp_path: Path) -> None:

@@ -47,12 +47,11 @@ class ExportScreen(Screen[None]):
     def on_mount(self) -> None:
         session = self.app.session
         assert session is not None
-        rec = session.recommend()
-        chosen = session.chosen_id(rec)
-        self.query_one("#export-title", Static).update(
-            f"Export the decision for [b]{session.catalog.strategy(chosen).name}[/]"
-        )
         try:
+            chosen = session.chosen_id(session.recommend())
+            self.query_one("#export-title", Static).update(
+                Text.assemble("Export the decision for ", (session.catalog.strategy(chosen).name, "bold"))
+            )
             self.record = self._record()
         except AdvisorError as exc:
             self.record = ""
@@ -86,6 +85,8 @@ class ExportScreen(Screen[None]):
 
         session = self.app.session
         assert session is not None
+        if not self.record:
+            return  # the reason is already on the screen
         force = self.query_one("#force", Checkbox).value
         targets = [
             (self.query_one("#record-path", Input).value, self.record),

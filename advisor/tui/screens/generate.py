@@ -9,19 +9,17 @@ from rich.text import Text
 from textual import work
 from textual.app import ComposeResult
 from textual.binding import Binding
-from textual.containers import Horizontal, Vertical, VerticalScroll
+from textual.containers import Horizontal, VerticalScroll
 from textual.screen import Screen
 from textual.widgets import Button, Footer, Header, Input, Label, Select, Static
 
-from advisor.tui.widgets.file_tree import file_tree
+from advisor.tui.widgets.next_steps import next_steps
+from advisor.tui.widgets.store_choices import StoreChoices
+from advisor.errors import AdvisorError
 from advisor.tui.widgets.inputs import TextInput
 
 if TYPE_CHECKING:
     from advisor.tui.app import AdvisorApp
-
-STORE_QUESTION = re.compile(r"_store$")
-"""Template questions shown as "store" choices (e.g. ``checkpoint_store``, ``state_store``)."""
-
 
 def package_of(project_name: str) -> str:
     """The template's default package name for a project name (for the default destination)."""
@@ -38,8 +36,15 @@ class GenerateScreen(Screen[None]):
 
     app: AdvisorApp
     strategy: Any = None
+    _last_name = "Continuity Job"
 
     def compose(self) -> ComposeResult:
+        from advisor.scaffold import template_questions
+
+        try:
+            questions, self.template_error = template_questions(), ""
+        except AdvisorError as exc:  # a broken template: say so, offer nothing to generate
+            questions, self.template_error = [], str(exc)
         yield Header()
         with VerticalScroll(id="generate"):
             yield Static("", id="gen-title")
@@ -49,7 +54,7 @@ class GenerateScreen(Screen[None]):
             with Horizontal(classes="field"):
                 yield Label("Destination", classes="field-label")
                 yield TextInput("continuity_job", id="dest")
-            yield Vertical(id="gen-stores")
+            yield StoreChoices(questions, id="gen-stores")
             with Horizontal(id="gen-buttons"):
                 yield Button("Generate  (ctrl+g)", id="generate-btn", variant="primary")
                 yield Button("Try it  (ctrl+t)", id="try-btn", disabled=True)
@@ -59,44 +64,41 @@ class GenerateScreen(Screen[None]):
         yield Footer()
 
     def on_mount(self) -> None:
-        from advisor.scaffold import generated_strategies, template_questions
+        from advisor.scaffold import generated_strategies
 
         session = self.app.session
         assert session is not None
         self.strategy = session.catalog.strategy(session.chosen_id(session.recommend()))
-        self.available = self.strategy.template in generated_strategies() or self.strategy.id in generated_strategies()
-        title = f"Generate a starter project for [b]{self.strategy.name}[/]"
-        if not self.available:
-            names = ", ".join(sorted(generated_strategies())) or "none yet"
-            title += f"\n[b red]This strategy is not generated yet[/] (the template offers: {names})."
-            self.query_one("#generate-btn", Button).disabled = True
+        try:
+            offered = generated_strategies()
+        except AdvisorError as exc:
+            offered, self.template_error = frozenset(), self.template_error or str(exc)
+        self.available = self.strategy.template in offered and not self.template_error
+        title = Text.assemble("Generate a starter project for ", (self.strategy.name, "bold"))
+        if self.template_error:
+            title.append("\nThe template cannot be used: ", style="bold red").append(self.template_error)
+        elif not self.available:
+            names = ", ".join(sorted(offered)) or "none yet"
+            title.append("\nThis strategy is not generated yet", style="bold red")
+            title.append(f" (the template offers: {names}); its decision record can still be exported.")
+        self.query_one("#generate-btn", Button).disabled = not self.available
         self.query_one("#gen-title", Static).update(title)
-        self.stores = [q for q in template_questions() if STORE_QUESTION.search(q.id) and q.choices]
-        box = self.query_one("#gen-stores", Vertical)
-        for q in self.stores:
-            choices = [str(c) for c in q.choices]
-            box.mount(
-                Horizontal(
-                    Label(q.id.replace("_", " ").capitalize(), classes="field-label"),
-                    Select([(c, c) for c in choices], value=str(q.default) if str(q.default) in choices else choices[0],
-                           allow_blank=False, id=f"store-{q.id}"),
-                    classes="field",
-                )
-            )
         self.query_one("#project-name", Input).focus()
         self.refresh_preview()
 
     def answers(self) -> dict[str, Any]:
         """The template answers from the form (only what the user sees here)."""
-        answers: dict[str, Any] = {"project_name": self.query_one("#project-name", Input).value.strip()}
-        for q in self.stores:
-            answers[q.id] = self.query_one(f"#store-{q.id}", Select).value
-        answers.update(getattr(self.strategy, "template_options", {}) or {})
+        answers: dict[str, Any] = dict(getattr(self.strategy, "template_options", {}) or {})
+        answers["project_name"] = self.query_one("#project-name", Input).value.strip()
+        answers.update(self.query_one(StoreChoices).values())
         return answers
 
     def on_input_changed(self, event: Input.Changed) -> None:
         if event.input.id == "project-name":
-            self.query_one("#dest", Input).value = package_of(event.value)
+            dest = self.query_one("#dest", Input)
+            if dest.value == package_of(self._last_name):  # still the default: follow the name
+                dest.value = package_of(event.value)
+            self._last_name = event.value
             self.refresh_preview()
 
     def on_select_changed(self, event: Select.Changed) -> None:
@@ -164,15 +166,7 @@ class GenerateScreen(Screen[None]):
         assert self.app.session is not None
         self.app.session.generated = generated
         self.status(f"Generated {len(generated.files)} files in {dest_text}", ok=True)
-        pkg = generated.package
-        text = Text(file_tree(generated.files, dest_text) + "\n\n")
-        text.append("Next:\n", style="bold")
-        text.append(
-            f"  cd {dest_text}\n  make test\n"
-            f"  PYTHONPATH=src python -m {pkg} submit-demo --records 1000\n"
-            f"  PYTHONPATH=src python -m {pkg} run        # kill it, run it again: it resumes\n"
-            f"  PYTHONPATH=src python -m {pkg} drill --records 2000 --kills 10 --seed 1\n"
-        )
+        text = next_steps(generated, dest_text)
         self.query_one("#gen-preview", Static).display = False
         result = self.query_one("#gen-result", Static)
         result.update(text)
