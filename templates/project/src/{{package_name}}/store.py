@@ -62,6 +62,11 @@ class Store:
             if "not a database" in str(exc) or "malformed" in str(exc):
                 raise StoreError(f"state database {self.where} is unreadable: {exc}") from None
             raise
+        except Exception as exc:
+            # PostgreSQL: a lost connection or a server that went away is the user's to fix.
+            if self.dialect == "postgresql" and type(exc).__name__ in ("OperationalError", "InterfaceError"):
+                raise StoreError(f"state database {self.where}: {exc}") from None
+            raise
 
     def executemany(self, sql: str, rows: Sequence[Sequence[Any]]) -> None:
         for row in rows:
@@ -84,7 +89,7 @@ class Store:
         try:
             yield self
         except BaseException:
-            self.conn.rollback() if self.dialect == "postgresql" else self.conn.execute("ROLLBACK")
+            self.conn.execute("ROLLBACK")  # explicit: the connection is in autocommit mode
             raise
         else:
             self.execute("COMMIT")
@@ -96,6 +101,8 @@ class Store:
 def connect(data_dir: Path, settings: Settings, *, create: bool = False) -> Store:
     """Open the state store (without touching its schema)."""
     url = settings.database_url
+    # The data directory holds external.db (and logs) with PostgreSQL too.
+    check_data_dir(data_dir, create=create)
     if url.startswith(("postgresql://", "postgres://")):
         try:
             import psycopg  # only needed for PostgreSQL
@@ -108,7 +115,6 @@ def connect(data_dir: Path, settings: Settings, *, create: bool = False) -> Stor
         return Store(conn, "postgresql", url)
     if url and not url.startswith("sqlite"):
         raise StoreError(f"DATABASE_URL={url!r}: only postgresql://... is supported (unset it for SQLite)")
-    check_data_dir(data_dir, create=create)
     path = data_dir / STATE_DB
     if not path.exists() and not create:
         raise StoreError(f"no state database at {path}; run `submit-demo --data-dir {data_dir}` first")
