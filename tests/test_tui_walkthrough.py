@@ -149,3 +149,17 @@ def test_the_palette_opens_the_export_screen(catalog: Catalog, tmp_path: Path) -
             assert type(app.screen).__name__ == "ExportScreen"
 
     asyncio.run(walk())
+
+
+def test_q_quits_from_the_recommendation(catalog: Catalog, tmp_path: Path) -> None:
+    async def walk() -> None:
+        app = make_app(catalog, workdir=tmp_path)
+        async with app.run_test(size=(80, 24)) as pilot:
+            app.action_recommend()
+            await pilot.pause()
+            assert isinstance(app.screen, RecommendationScreen)
+            await pilot.press("q")
+            await pilot.pause()
+            assert not app.is_running
+
+    asyncio.run(walk())

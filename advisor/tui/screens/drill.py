@@ -11,6 +11,7 @@ from textual import work
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Vertical, VerticalScroll
+from textual.message import Message
 from textual.screen import Screen
 from textual.widgets import Footer, Header, ProgressBar, Static
 from textual.worker import get_current_worker
@@ -24,6 +25,18 @@ if TYPE_CHECKING:
 
 class DrillScreen(Screen[None]):
     """``autostart=False`` shows an empty drill (tests feed events to :meth:`apply`)."""
+
+    class Event(Message):
+        """One event from the drill's thread (post_message is thread-safe)."""
+
+        def __init__(self, event: Mapping[str, Any]) -> None:
+            super().__init__()
+            self.event = event
+
+    class Failed(Message):
+        def __init__(self, reason: str) -> None:
+            super().__init__()
+            self.reason = reason
 
     BINDINGS = [
         Binding("escape", "back", "Back"),
@@ -88,14 +101,20 @@ class DrillScreen(Screen[None]):
                 for event in events:
                     if worker.is_cancelled or not self.app.is_running:
                         break
-                    self.app.call_from_thread(self.apply, event)
+                    self.post_message(self.Event(event))
             finally:
                 close = getattr(events, "close", None)
                 if close is not None:
                     close()  # stops the child process if the drill was left early
         except Exception as exc:  # DrillError, or anything the project does wrong
-            if not worker.is_cancelled and self.app.is_running:
-                self.app.call_from_thread(self.failed, str(exc))
+            if not worker.is_cancelled:
+                self.post_message(self.Failed(str(exc)))
+
+    def on_drill_screen_event(self, message: Event) -> None:
+        self.apply(message.event)
+
+    def on_drill_screen_failed(self, message: Failed) -> None:
+        self.failed(message.reason)
 
     def apply(self, event: Mapping[str, Any]) -> None:
         """Show one drill event (progress, kill, restart, recovered, report)."""
