@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import random
 import signal
@@ -51,7 +52,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--work-ms", type=non_negative_float, default=0.5, help="simulated work per record (ms)")
     p.add_argument("--workers", type=positive_int, default=1, help="worker processes at once (default 1)")
     p.add_argument("--data-dir", type=Path, default=None,
-                   help="fresh directory for the drill's data (default: a new temporary directory)")
+                   help="fresh directory for the drill's data (default: a new ./data/drill-<time>-...)")
 
 
 def run_drill(args: argparse.Namespace, ctx: Context) -> int:
@@ -78,21 +79,30 @@ def _printer() -> Callable[[dict[str, Any]], None]:
 
 def fresh_data_dir(data_dir: Path | None) -> Path:
     if data_dir is None:
-        return Path(tempfile.mkdtemp(prefix=f"{settings_module.PACKAGE}-drill-"))
+        # ./data/drill-<time>-<pid>: kept after the run, so `sqlite3 .../external.db` can check it.
+        base = Path("data")
+        try:
+            base.mkdir(parents=True, exist_ok=True)
+            return Path(tempfile.mkdtemp(prefix=time.strftime("drill-%Y%m%d-%H%M%S-"), dir=base)).resolve()
+        except OSError as exc:
+            raise JobError(f"cannot create a drill directory under {base.resolve()}: {exc.strerror}; "
+                           "pass --data-dir") from None
     if data_dir.exists() and (not data_dir.is_dir() or any(data_dir.iterdir())):
         raise JobError(f"the drill needs a fresh --data-dir; {data_dir} is not an empty directory")
     try:
         data_dir.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
         raise JobError(f"cannot create --data-dir {data_dir}: {exc.strerror}") from None
-    return data_dir
+    return data_dir.resolve()
 
 
 def percentile(values: list[float], q: float) -> float | None:
+    """Nearest-rank percentile (the smallest value with at least q of the values at or below it)."""
     if not values:
         return None
     ordered = sorted(values)
-    return round(ordered[min(len(ordered) - 1, max(0, int(round(q * len(ordered) + 0.5)) - 1))], 1)
+    rank = max(1, math.ceil(q * len(ordered)))
+    return round(ordered[rank - 1], 1)
 
 
 class Drill:
