@@ -157,10 +157,11 @@ def test_try_it_runs_the_drill_live_to_a_verdict(catalog: Catalog, tmp_path: Pat
             assert len(chart.kills) == 3 and chart.points[-1][1] == 300
             log = shown(app, "#drill-lines")
             assert log.count("✕ kill") == 3 and log.count("✔ recovered") == 3
-            await pilot.press("r")  # run it again
-            assert screen.running
+            await pilot.press("s")  # again, with SIGTERM: a graceful stop each time
+            assert screen.running and "SIGTERM" in shown(app, "#drill-title")
             await until(pilot, lambda: not screen.running)
             assert "PASSED" in shown(app, "#drill-verdict")
+            assert shown(app, "#drill-lines").count("SIGTERM") == 3
 
     asyncio.run(walk())
 

@@ -41,6 +41,7 @@ class DrillScreen(Screen[None]):
     BINDINGS = [
         Binding("escape", "back", "Back"),
         Binding("r", "rerun", "Run again"),
+        Binding("s", "toggle_signal", "SIGKILL/SIGTERM"),
         Binding("e", "app.export", "Export"),
     ]
 
@@ -52,6 +53,8 @@ class DrillScreen(Screen[None]):
         self.autostart = autostart
         self.running = False
         self.lines: list[Text] = []
+        self.sigterm: bool | None = None
+        """Set by ``s``: kill with SIGTERM (graceful) instead of SIGKILL on the next run."""
 
     def compose(self) -> ComposeResult:
         yield Header()
@@ -79,7 +82,10 @@ class DrillScreen(Screen[None]):
 
     def options(self) -> dict[str, Any]:
         session = self.app.session
-        return dict(session.drill_options) if session is not None else {}
+        options = dict(session.drill_options) if session is not None else {}
+        if self.sigterm is not None:
+            options["sigterm"] = self.sigterm
+        return options
 
     def start(self) -> None:
         self.lines.clear()
@@ -151,6 +157,15 @@ class DrillScreen(Screen[None]):
     def failed(self, message: str) -> None:
         self.running = False
         self.query_one("#drill-verdict", Static).update(Text.assemble(("The drill failed: ", "bold red"), message))
+
+    def action_toggle_signal(self) -> None:
+        """Switch SIGKILL ↔ SIGTERM for the next run (not while one is running)."""
+        if self.running:
+            self.app.notify("Wait for this drill to finish, then switch the signal.", severity="warning")
+            return
+        self.sigterm = not self.options().get("sigterm", False)
+        self.show_title(self.options())
+        self.start()
 
     def action_rerun(self) -> None:
         if not self.running:

@@ -33,7 +33,8 @@ HELP = """\
 
 [b]Try it[/] (the crash drill)
   kills and restarts the generated project, then checks the external
-  service's log: lost, duplicated, recovery time. [b]r[/] runs it again.
+  service's log: lost, duplicated, recovery time. [b]r[/] runs it again;
+  [b]s[/] runs it again killing with SIGTERM (graceful) instead of SIGKILL.
 
 [b]Export[/]
   [b]ctrl+s[/] writes the decision record (Markdown) and the answers (YAML);
