@@ -313,8 +313,14 @@ def drill_events(
         proc.wait()
     finally:
         if proc.poll() is None:
-            proc.kill()
-            proc.wait()
+            # Stopped early (the consumer closed the generator): SIGTERM lets the drill
+            # stop its own workers; SIGKILL only if it does not exit promptly.
+            proc.terminate()
+            try:
+                proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
         errors.seek(0)
         err = errors.read().strip().splitlines()
         errors.close()

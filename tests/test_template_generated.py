@@ -12,9 +12,11 @@ from __future__ import annotations
 import fcntl
 import os
 import re
+import sqlite3
 import subprocess
 import sys
 import sysconfig
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -141,3 +143,25 @@ def test_drill_that_cannot_report_is_a_drill_error(tmp_path: Path) -> None:
     (generated.dest / "src" / generated.package / "drill.py").write_text("raise SystemExit('drill broken')\n")
     with pytest.raises(DrillError, match="did not report"):
         scaffold.run_drill(generated.dest, records=10, kills=0)
+
+
+def test_closing_the_event_stream_stops_the_drill_and_its_workers(tmp_path: Path) -> None:
+    generated = scaffold.generate("checkpoint", tmp_path / "job", {"project_name": "Stop Probe Job"})
+    events = scaffold.drill_events(generated.dest, records=50000, kills=5, seed=1, work_ms=1)
+    for event in events:
+        if event["event"] == "progress" and event["done"] > 0:
+            break
+    events.close()  # what the TUI does when the user quits mid-drill
+    # The drill stopped its worker: external.db stops growing, far from done.
+    (drill_dir,) = (generated.dest / "data").glob("drill-*")
+
+    def applied() -> int:
+        conn = sqlite3.connect(drill_dir / "external.db")
+        try:
+            return int(conn.execute("SELECT COUNT(*) FROM effects").fetchone()[0])
+        finally:
+            conn.close()
+
+    first = applied()
+    time.sleep(0.5)
+    assert applied() == first < 50000

@@ -55,9 +55,21 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="fresh directory for the drill's data (default: a new ./data/drill-<time>-...)")
 
 
+def _stop_on_sigterm() -> None:
+    """A SIGTERM to the drill unwinds it (SystemExit), so its `finally` stops the workers."""
+    def stop(signum: int, frame: object) -> None:
+        raise SystemExit(128 + signum)
+
+    try:
+        signal.signal(signal.SIGTERM, stop)
+    except ValueError:  # not the main thread (embedded use): leave signals alone
+        pass
+
+
 def run_drill(args: argparse.Namespace, ctx: Context) -> int:
     if args.kills < 0:
         raise JobError("--kills must be zero or more")
+    _stop_on_sigterm()
     emit = _printer() if args.events else (lambda event: None)
     report = Drill(ctx, records=args.records, kills=args.kills, seed=args.seed, sigterm=args.sigterm,
                    work_ms=args.work_ms, workers=args.workers, data_dir=args.data_dir, emit=emit).run()
