@@ -112,3 +112,13 @@ def test_generate_form_with_preview(snap_compare) -> None:  # type: ignore[no-un
             await pilot.pause(0.05)
 
     assert snap_compare(app(BATCH), run_before=open_it, terminal_size=(80, 24))
+
+
+def test_welcome_with_a_bad_answers_file(snap_compare) -> None:  # type: ignore[no-untyped-def]
+    async def load_missing(pilot) -> None:  # type: ignore[no-untyped-def]
+        await pilot.press("l")
+        pilot.app.screen.query_one("#answers-path").value = "no-such-answers.yml"
+        await pilot.press("enter")
+        await pilot.pause()
+
+    assert snap_compare(app(), run_before=load_missing, terminal_size=(80, 24))

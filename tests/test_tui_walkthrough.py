@@ -71,6 +71,8 @@ def test_arrows_enter_back_and_forward_keep_answers(catalog: Catalog, tmp_path: 
             assert isinstance(screen, QuestionScreen) and screen.index == 1
             await pilot.press("right", "right")  # skip two questions without answering
             assert screen.index == 3 and len(app.session.answers) == 1
+            steps = str(screen.query_one("#steps").render())
+            assert steps.startswith("● ○ ○ │ ◉") and f"question 4 of {len(app.session.questions())}" in steps
             await pilot.press("left", "left", "left")  # back to Q1: its answer is highlighted
             assert screen.index == 0
             assert screen.query_one("#choices", OptionList).highlighted == 2

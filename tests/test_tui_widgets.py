@@ -72,6 +72,8 @@ def test_package_of_matches_the_template_default(name: str, package: str) -> Non
     ("event", "expected"),
     [
         ({"event": "kill", "n": 2, "signal": "SIGKILL", "done": 120, "t": 1.5}, "✕ kill 2 SIGKILL after 120 records"),
+        ({"event": "kill", "n": 1, "signal": "SIGTERM", "done": 7, "t": 0.5, "exit_code": 0, "exit_s": 0.123,
+          "within_grace": True}, "✕ kill 1 SIGTERM after 7 records, exited 0 in 0.12 s"),  # a graceful stop
         ({"event": "restart", "n": 2, "t": 1.6}, "↻ restart 2"),
         ({"event": "recovered", "n": 2, "ms": 88, "t": 1.7}, "✔ recovered 2 in 88 ms"),
         ({"event": "progress", "done": 1, "total": 2, "t": 0.1}, None),  # progress feeds the chart, not the log
@@ -87,6 +89,8 @@ def test_event_lines(event: dict[str, object], expected: str | None) -> None:
     [
         ({"ok": True, "lost": 0, "duplicate_effects": 0, "recovery_ms": {"p50": 90}}, "✔ PASSED  lost 0 · duplicated 0"),
         ({"ok": False, "lost": 3, "duplicate_effects": 1}, "✘ FAILED  lost 3 · duplicated 1"),  # either count fails it
+        ({"ok": False, "lost": 0, "duplicate_effects": 0, "graceful_exits": [{"exit_code": 1, "within_grace": True}]},
+         "✘ FAILED  lost 0 · duplicated 0 · redone calls ?\ngraceful exits 0/1"),  # an unclean SIGTERM exit
     ],
 )
 def test_verdict(report: dict[str, object], expected: str) -> None:

@@ -100,7 +100,7 @@ class WelcomeScreen(Screen[None]):
         try:
             answers = load_answers_file(path, session.catalog)
         except AdvisorError as exc:
-            self.show_error(f"Could not load {text.strip()}: {exc}")
+            self.show_error(f"Could not load the answers file: {exc}")
             return
         except OSError as exc:
             self.show_error(f"Could not read {text.strip()}: {exc.strerror or exc}")

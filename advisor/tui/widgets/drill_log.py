@@ -17,7 +17,12 @@ def event_line(event: Mapping[str, Any]) -> Text | None:
         return Text(f"{at}started: {event.get('records', '?')} records, {event.get('kills', '?')} kills", style="dim")
     if kind == "kill":
         sig = event.get("signal", "SIGKILL")
-        return Text.assemble((f"{at}✕ kill {event.get('n')} ", "bold red"), f"{sig} after {event.get('done', '?')} records")
+        line = Text.assemble((f"{at}✕ kill {event.get('n')} ", "bold red"), f"{sig} after {event.get('done', '?')} records")
+        if "exit_code" in event:  # SIGTERM: how the worker stopped
+            clean = event.get("exit_code") == 0 and event.get("within_grace", True)
+            line.append(f", exited {event['exit_code']} in {_num(event.get('exit_s'), 2)} s",
+                        style="green" if clean else "bold red")
+        return line
     if kind == "restart":
         return Text(f"{at}↻ restart {event.get('n')}", style="yellow")
     if kind == "recovered":
@@ -35,6 +40,10 @@ def verdict(report: Mapping[str, Any]) -> Text:
         f"lost {report.get('lost', '?')} · duplicated {report.get('duplicate_effects', '?')} · "
         f"redone calls {report.get('redone_calls', '?')}\n"
     )
+    graceful = report.get("graceful_exits") or []
+    if graceful:
+        clean = sum(1 for g in graceful if g.get("exit_code") == 0 and g.get("within_grace"))
+        text.append(f"graceful exits {clean}/{len(graceful)} · ")
     text.append(
         f"MTTR p50 {rec.get('p50', '?')} ms · p95 {rec.get('p95', '?')} ms · max {rec.get('max', '?')} ms · "
         f"{report.get('kills', '?')} kills · {_num(report.get('throughput'))} records/s · "
@@ -43,5 +52,5 @@ def verdict(report: Mapping[str, Any]) -> Text:
     return text
 
 
-def _num(value: Any) -> str:
-    return f"{value:.1f}" if isinstance(value, (int, float)) else "?"
+def _num(value: Any, digits: int = 1) -> str:
+    return f"{value:.{digits}f}" if isinstance(value, (int, float)) else "?"
