@@ -218,15 +218,10 @@ def test_quitting_during_a_drill_exits_and_stops_the_drill(catalog: Catalog, tmp
             assert time.monotonic() < deadline, "the drill kept running after the app quit"
             time.sleep(0.2)
     finally:
-        for pid in pids("quit_probe"):  # a worker the drill left behind (see the next test)
+        for pid in pids("quit_probe"):  # a worker the drill left behind (the next test fails then)
             subprocess.run(["kill", str(pid)], check=False)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="scaffold.drill_events stops the drill with SIGKILL, so the drill's own cleanup never "
-    "stops its worker child; remove this mark when drill_events interrupts the drill first",
-)
 def test_quitting_during_a_drill_stops_its_workers_too(catalog: Catalog, tmp_path: Path) -> None:
     quit_during_drill(catalog, tmp_path, "Orphan Probe")
     try:
