@@ -100,8 +100,16 @@ def test_generated_project_installs_and_its_suite_passes(option_set: str, tmp_pa
     helped = subprocess.run([str(generated_python), "-m", generated.package, "--help"], cwd=tmp_path,
                             capture_output=True, text=True, env=clean_env())
     assert helped.returncode == 0
-    for command in ("submit-demo", "run", "status", "drill"):
-        assert command in helped.stdout
+    contract = (Path(__file__).resolve().parents[1] / "docs" / "generated-project.md").read_text()
+    listing = subprocess.run(
+        [str(generated_python), "-c", f"from {generated.package}.cli import build_parser; "
+         f"from {generated.package}.strategy import load; "
+         "print(' '.join(build_parser(load())._subparsers._group_actions[0].choices))"],
+        cwd=tmp_path, capture_output=True, text=True, env=clean_env())
+    commands = listing.stdout.split()
+    assert {"submit-demo", "run", "status", "drill"} <= set(commands)
+    for command in commands:  # the contract documents every command
+        assert f"python -m <pkg> {command}" in contract, command
     # Its own tests, with plain pytest, exactly as a user runs them.
     result = subprocess.run([str(generated_python), "-m", "pytest", "-q", "-p", "no:cacheprovider"],
                             cwd=generated.dest, capture_output=True, text=True, timeout=600, env=clean_env())
@@ -122,6 +130,10 @@ def test_scaffold_streams_the_drill(tmp_path: Path) -> None:
     report = events[-1]
     assert report["ok"] is True and report["lost"] == 0 and report["duplicate_effects"] == 0
     assert report["kills"] == 3 and report["strategy"] == "checkpoint"
+    # docs/generated-project.md documents every key the drill really reports.
+    contract = (Path(__file__).resolve().parents[1] / "docs" / "generated-project.md").read_text()
+    undocumented = [key for key in report if key != "event" and f"`{key}`" not in contract]
+    assert not undocumented, undocumented
 
 
 def test_scaffold_run_drill_with_sigterm(tmp_path: Path) -> None:
