@@ -35,6 +35,10 @@ OPTION_SETS = {
     "checkpoint-file": ("checkpoint", {"project_name": "Ck File Job", "checkpoint_store": "file"}),
     "checkpoint-tuned": ("checkpoint", {"project_name": "Ck Tuned Job", "batch_size": 40, "task_size": 300,
                                          "checkpoint_interval_s": 0.5, "grace_period_s": 8}),
+    "idempotent-retry": ("idempotent-retry", {"project_name": "Ir Retry Job"}),
+    # A flaky external service baked in: every drill of the suite retries transient failures.
+    "idempotent-retry-flaky": ("idempotent-retry", {"project_name": "Ir Flaky Job", "external_failure_rate": 0.1,
+                                                     "grace_period_s": 10}),
 }
 
 

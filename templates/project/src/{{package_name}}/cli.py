@@ -46,6 +46,14 @@ def non_negative_float(text: str) -> float:
     return value
 
 
+def fraction(text: str) -> float:
+    """A probability in [0, 1)."""
+    value = non_negative_float(text)
+    if value >= 1:
+        raise argparse.ArgumentTypeError(f"{text} must be below 1")
+    return value
+
+
 def build_parser(strategy: object) -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog=f"python -m {settings_module.PACKAGE}",
@@ -60,6 +68,8 @@ def build_parser(strategy: object) -> argparse.ArgumentParser:
                        epilog="example: python -m %(prog)s --records 2000 --work-ms 1")
     p.add_argument("--records", type=positive_int, required=True, help="number of demo records")
     p.add_argument("--work-ms", type=non_negative_float, default=0.0, help="simulated work per record (ms)")
+    p.add_argument("--fail-rate", type=fraction, default=None, metavar="F",
+                   help="make the simulated external service fail this fraction of calls transiently (0 <= F < 1)")
     p.set_defaults(func=cmd_submit_demo)
 
     p = sub.add_parser("run", parents=[common], help="work until nothing is left, then exit 0")
@@ -85,6 +95,13 @@ def build_parser(strategy: object) -> argparse.ArgumentParser:
 def cmd_submit_demo(args: argparse.Namespace, ctx: Context) -> int:
     ids = ctx.strategy.submit(ctx, demo_records(args.records), work_ms=args.work_ms)
     print(f"queued {args.records} demo records as {len(ids)} task(s) in {ctx.data_dir}")
+    if args.fail_rate is not None:
+        service = ctx.external()
+        try:
+            service.set_failure_rate(args.fail_rate)
+        finally:
+            service.close()
+        print(f"the external service fails {args.fail_rate:.0%} of calls transiently")
     return EXIT_OK
 
 

@@ -41,7 +41,7 @@ PROGRESS_EVERY_S = 0.2  # --events progress lines
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    from .cli import non_negative_float, positive_int
+    from .cli import fraction, non_negative_float, positive_int
 
     p.add_argument("--records", type=positive_int, default=2000, help="demo records (default 2000)")
     p.add_argument("--kills", type=int, default=10, help="how many times to kill the worker (default 10)")
@@ -51,6 +51,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--events", action="store_true", help="print JSON events, one per line, while running")
     p.add_argument("--work-ms", type=non_negative_float, default=0.5, help="simulated work per record (ms)")
     p.add_argument("--workers", type=positive_int, default=1, help="worker processes at once (default 1)")
+    p.add_argument("--fail-rate", type=fraction, default=None, metavar="F",
+                   help="the external service fails this fraction of calls transiently (retrying strategies)")
     p.add_argument("--data-dir", type=Path, default=None,
                    help="fresh directory for the drill's data (default: a new ./data/drill-<time>-...)")
 
@@ -72,7 +74,8 @@ def run_drill(args: argparse.Namespace, ctx: Context) -> int:
     _stop_on_sigterm()
     emit = _printer() if args.events else (lambda event: None)
     report = Drill(ctx, records=args.records, kills=args.kills, seed=args.seed, sigterm=args.sigterm,
-                   work_ms=args.work_ms, workers=args.workers, data_dir=args.data_dir, emit=emit).run()
+                   work_ms=args.work_ms, workers=args.workers, data_dir=args.data_dir, emit=emit,
+                   fail_rate=args.fail_rate).run()
     if args.events:
         pass  # the report was the last event
     elif args.json:
@@ -119,14 +122,15 @@ def percentile(values: list[float], q: float) -> float | None:
 
 class Drill:
     def __init__(self, ctx: Context, *, records: int, kills: int, seed: int, sigterm: bool, work_ms: float,
-                 workers: int, data_dir: Path | None, emit: Callable[[dict[str, Any]], None]) -> None:
+                 workers: int, data_dir: Path | None, emit: Callable[[dict[str, Any]], None],
+                 fail_rate: float | None = None) -> None:
         if ctx.strategy is None:
             raise JobError("no strategy loaded")
         if workers > 1 and not ctx.strategy.MULTI_WORKER:
             raise JobError(f"the {ctx.strategy.NAME} variant runs one worker per data directory; use --workers 1")
         self.ctx, self.records, self.kills, self.seed = ctx, records, kills, seed
         self.sigterm, self.work_ms, self.workers = sigterm, work_ms, workers
-        self.data_dir_arg, self.emit = data_dir, emit
+        self.data_dir_arg, self.emit, self.fail_rate = data_dir, emit, fail_rate
         self.rng = random.Random(seed)
         self.t0 = time.monotonic()
 
@@ -140,7 +144,10 @@ class Drill:
         records = demo_records(self.records)
         strategy.submit(ctx, records, work_ms=self.work_ms)
         expected = set(strategy.expected_effects(records))
-        ExternalService(data_dir).close()  # create external.db so progress can be polled
+        service = ExternalService(data_dir)  # create external.db so progress can be polled
+        if self.fail_rate is not None:
+            service.set_failure_rate(self.fail_rate)
+        service.close()
         targets = sorted(self.rng.uniform(0.05, 0.9) * len(expected) for _ in range(self.kills))
         self.emit({"event": "start", "strategy": strategy.NAME, "records": self.records, "kills": self.kills,
                    "signal": self.signal_name, "workers": self.workers, "data_dir": str(data_dir), "t": self.t()})
@@ -204,6 +211,7 @@ class Drill:
             "workers": self.workers,
             "work_ms": self.work_ms,
             "batch_size": self.ctx.settings.batch_size,
+            "fail_rate": self.fail_rate,
             **checked,
             "redone_work_per_kill": round(max(0, checked["requests"] - len(expected)) / kills_for_rate, 1),
             "recovery_ms": {"p50": percentile(recovery_ms, 0.5), "p95": percentile(recovery_ms, 0.95),

@@ -8,6 +8,10 @@ never enlist it in a transaction: exactly the situation of a real remote API.
   A call without a key is always applied (a plain, non-idempotent API).
 * ``lookup(idempotency_key)``: "did my earlier call get through?" — what a worker
   asks on recovery for a call it recorded as *prepared* but never as *done*.
+* ``set_failure_rate(rate)``: from now on, fail that fraction of ``apply`` calls
+  with a :class:`TransientError` (``submit-demo --fail-rate F``, ``drill
+  --fail-rate F``). Stored in ``external.db``, so every worker process sees it;
+  it overrides the ``external_failure_rate`` setting.
 
 Every request is logged in ``calls``; every applied effect in
 ``effects(record_id, step, idempotency_key, applied_at)``. Verify any run with::
@@ -48,11 +52,20 @@ CREATE TABLE IF NOT EXISTS effects (
 );
 -- The service's own dedupe: one applied effect per idempotency key.
 CREATE UNIQUE INDEX IF NOT EXISTS effects_by_key ON effects (idempotency_key);
+-- What the service was told to do (set_failure_rate), for every process.
+CREATE TABLE IF NOT EXISTS config (
+    name  TEXT PRIMARY KEY,
+    value TEXT NOT NULL
+);
 """
 
 INSERT_CALL = "INSERT INTO calls (idempotency_key, record_id, step, kind, outcome, pid, at) VALUES (?, ?, ?, ?, ?, ?, ?)"
 INSERT_EFFECT = "INSERT INTO effects (record_id, step, idempotency_key, applied_at, payload) VALUES (?, ?, ?, ?, ?)"
 SELECT_EFFECT_BY_KEY = "SELECT record_id, step, idempotency_key, applied_at, payload FROM effects WHERE idempotency_key = ?"
+SELECT_FAILURE_RATE = "SELECT value FROM config WHERE name = 'failure_rate'"
+SET_FAILURE_RATE = """
+INSERT INTO config (name, value) VALUES ('failure_rate', ?)
+ON CONFLICT (name) DO UPDATE SET value = excluded.value"""
 
 
 class ExternalService:
@@ -68,8 +81,16 @@ class ExternalService:
             # The remote side is durable too: an acknowledged effect stays applied.
             self.conn.execute("PRAGMA synchronous = FULL")
             self.conn.executescript(SCHEMA)
+            told = self.conn.execute(SELECT_FAILURE_RATE).fetchone()
         except sqlite3.Error as exc:
             raise StoreError(f"external service database {self.path}: {exc}") from None
+        if told is not None:
+            self.failure_rate = float(told[0])
+
+    def set_failure_rate(self, rate: float) -> None:
+        """Fail this fraction of apply calls transiently, in every process using this data dir."""
+        self.conn.execute(SET_FAILURE_RATE, (str(rate),))
+        self.failure_rate = rate
 
     def apply(self, record_id: str, step: str, idempotency_key: str | None, payload: Any = None) -> dict[str, Any]:
         now, pid = time.time(), os.getpid()
