@@ -85,8 +85,13 @@ def _choice_values(spec: Mapping[str, Any]) -> tuple[str, ...]:
     return tuple(str(c) for c in choices)
 
 
-def template_questions() -> list[TemplateQuestion]:
-    """The questions a user answers (computed values excluded), in template order."""
+def template_questions(strategy: str | None = None) -> list[TemplateQuestion]:
+    """The questions a user answers (computed values excluded), in template order.
+
+    With ``strategy``, only those the template asks for it (their ``when`` holds with
+    the defaults), e.g. ``checkpoint_store`` only for ``checkpoint``.
+    """
+    asked = _asked_for(strategy) if strategy is not None else None
     return [
         TemplateQuestion(
             id=key,
@@ -96,8 +101,20 @@ def template_questions() -> list[TemplateQuestion]:
             choices=_choice_values(spec),
         )
         for key, spec in _raw_questions().items()
-        if not _is_computed(spec)
+        if not _is_computed(spec) and (asked is None or key in asked)
     ]
+
+
+def _asked_for(strategy: str) -> set[str]:
+    """Question ids whose ``when`` holds for ``strategy`` with every other answer at its default."""
+    env, context, asked = _jinja_env(), dict[str, object](), set[str]()
+    for qid, spec in _raw_questions().items():
+        kind = str(spec.get("type", "str"))
+        value = strategy if qid == "strategy" else _coerce(qid, kind, _render(env, spec.get("default"), context))
+        context[qid] = value
+        if str(_render(env, spec.get("when", True), context)).strip().lower() not in ("false", "0", "no", ""):
+            asked.add(qid)
+    return asked
 
 
 def generated_strategies() -> frozenset[str]:
@@ -185,7 +202,7 @@ def validate_answers(strategy: str, answers: Mapping[str, object]) -> dict[str, 
         if qid != "strategy":
             given[qid] = _coerce(qid, str(asked[qid].get("type", "str")), value)
     # Walk the questions in order like Copier: defaults chain from earlier answers.
-    env, context = _jinja_env(), {}
+    env, context = _jinja_env(), dict[str, object]()
     for qid, spec in raw.items():
         kind = str(spec.get("type", "str"))
         if qid in given:

@@ -41,8 +41,10 @@ class GenerateScreen(Screen[None]):
     def compose(self) -> ComposeResult:
         from advisor.scaffold import template_questions
 
+        session = self.app.session
+        strategy = session.catalog.strategy(session.chosen_id(session.recommend())).template if session else None
         try:
-            questions, self.template_error = template_questions(), ""
+            questions, self.template_error = template_questions(strategy), ""
         except AdvisorError as exc:  # a broken template: say so, offer nothing to generate
             questions, self.template_error = [], str(exc)
         yield Header()
