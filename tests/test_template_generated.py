@@ -39,6 +39,11 @@ OPTION_SETS = {
     # A flaky external service baked in: every drill of the suite retries transient failures.
     "idempotent-retry-flaky": ("idempotent-retry", {"project_name": "Ir Flaky Job", "external_failure_rate": 0.1,
                                                      "grace_period_s": 10}),
+    "event-sourcing": ("event-sourcing", {"project_name": "Es Events Job"}),
+    # Snapshots often and small batches: rebuilds and the drill cross many snapshots.
+    "event-sourcing-tuned": ("event-sourcing", {"project_name": "Es Tuned Job", "snapshot_every": 7,
+                                                "batch_size": 30, "task_size": 400}),
+    "event-sourcing-idempotent": ("event-sourcing-idempotent", {"project_name": "Es Ledger Job"}),
 }
 
 
