@@ -39,6 +39,10 @@ OPTION_SETS = {
     # A flaky external service baked in: every drill of the suite retries transient failures.
     "idempotent-retry-flaky": ("idempotent-retry", {"project_name": "Ir Flaky Job", "external_failure_rate": 0.1,
                                                      "grace_period_s": 10}),
+    "state-machine": ("state-machine", {"project_name": "Sm Orders Job"}),
+    # PostgreSQL as the default store (the suite still runs on SQLite: conftest clears DATABASE_URL).
+    "state-machine-pg": ("state-machine", {"project_name": "Sm Pg Job", "state_store": "postgresql",
+                                           "grace_period_s": 10}),
     "event-sourcing": ("event-sourcing", {"project_name": "Es Events Job"}),
     # Snapshots often and small batches: rebuilds and the drill cross many snapshots.
     "event-sourcing-tuned": ("event-sourcing", {"project_name": "Es Tuned Job", "snapshot_every": 7,
