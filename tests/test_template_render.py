@@ -158,6 +158,8 @@ def test_generate_never_copies_runtime_code_across_strategies() -> None:
     ("checkpoint", {"checkpoint_store": "cloud"}, "table, file"),
     ("checkpoint", {"colour": "blue"}, "valid ids: project_name"),
     ("checkpoint", {"strategy": "event-sourcing"}, "strategy"),
+    ("event-sourcing", {"snapshot_every": 0}, "snapshot_every"),
+    ("event-sourcing-idempotent", {"snapshot_every": "often"}, "expected a int"),
     ("teleport", {}, "unknown strategy"),
 ])
 def test_generate_rejects_bad_answers_and_writes_nothing(tmp_path: Path, strategy: str, answers: dict,
