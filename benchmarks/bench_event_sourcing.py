@@ -48,8 +48,9 @@ def pragma(conn_or_cursor, name: str):  # type: ignore[no-untyped-def]
     return conn_or_cursor.fetchone()[0] if hasattr(conn_or_cursor, "fetchone") else None
 
 
-def library_append(m, data_dir: Path, events: int, snapshot_every: int) -> dict:  # type: ignore[no-untyped-def]
-    """N RecordProcessed events on one stream, one app.save() (= one commit) per event."""
+def library_append(m, data_dir: Path, events: int, snapshot_every: int,  # type: ignore[no-untyped-def]
+                   per_commit: int = 1) -> dict:
+    """N RecordProcessed events on one stream, one app.save() (= one commit) per ``per_commit`` events."""
     es = m["event_sourcing"]
     settings = m["settings"].Settings(snapshot_every=snapshot_every)
     ctx = m["strategy"].Context(data_dir=data_dir, settings=settings, strategy=es)
@@ -66,7 +67,8 @@ def library_append(m, data_dir: Path, events: int, snapshot_every: int) -> dict:
         output = {"output": (seq * seq) % 9973}
         task.record_processed(seq=seq, record_id=f"r{seq:07d}", output=output,
                               effects=[{"step": "", "payload": {"record_id": f"r{seq:07d}", **output}}])
-        app.save(task)
+        if (seq + 1) % per_commit == 0 or seq + 1 == events:
+            app.save(task)
     elapsed = time.perf_counter() - started
     return {"app": app, "stream": task.id, "per_s": events / elapsed, "s": elapsed,
             "synchronous": synchronous, "journal_mode": journal}
@@ -143,6 +145,10 @@ def main() -> int:
             this_plain = plain_append(rows, root / f"plain-{n}.db")
             plain = this_plain if plain is None or this_plain["per_s"] > plain["per_s"] else plain
 
+        # For context (not a target): what the generated worker does, batch_size events per commit.
+        batched = library_append(m, root / "lib-batched", args.events, args.snapshot_every, per_commit=100)
+        batched["app"].close()
+
         app, stream = lib["app"], lib["stream"]
         from_snapshot = app.repository.get(stream)
         replayed = es.project_aggregate(None, app.events.get(stream))
@@ -160,7 +166,8 @@ def main() -> int:
                        "plain": {"journal_mode": plain["journal_mode"], "synchronous": plain["synchronous"]}},
         "append_per_s": {"library_with_snapshots": round(lib["per_s"]),
                          "library_without_snapshots": round(nosnap["per_s"]),
-                         "plain_sqlite3": round(plain["per_s"])},
+                         "plain_sqlite3": round(plain["per_s"]),
+                         "library_100_per_commit": round(batched["per_s"])},
         "append_ratio": round(ratio, 3),
         "append_ratio_without_snapshots": round(nosnap["per_s"] / plain["per_s"], 3),
         "rebuild_ms": {"with_snapshots": round(with_ms, 3), "full_replay": round(without_ms, 3)},
@@ -181,6 +188,8 @@ def main() -> int:
     print(f"append/s: library {a['library_with_snapshots']} (without snapshots {a['library_without_snapshots']})"
           f"  plain sqlite3 {a['plain_sqlite3']}  ratio {ratio:.2f}  target >= 0.50 "
           f"{'ok' if ratio >= 0.5 else 'MISSED'}")
+    print(f"  (context: the generated worker commits batch_size events at once: "
+          f"library at 100 events per commit {a['library_100_per_commit']}/s)")
     print(f"rebuild {args.events} events: from snapshot + tail {with_ms:.2f} ms, full replay {without_ms:.1f} ms "
           f"(x{report['rebuild_speedup']})  target < 5 ms {'ok' if with_ms < 5 else 'MISSED'}")
     return 0 if report["ok"] else 1
