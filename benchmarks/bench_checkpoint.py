@@ -14,7 +14,6 @@
 from __future__ import annotations
 
 import argparse
-import importlib
 import json
 import sqlite3
 import sys
@@ -22,19 +21,13 @@ import tempfile
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
+
+from generated import load_generated  # noqa: E402  (benchmarks/generated.py; puts the checkout on sys.path)
 
 from advisor import scaffold  # noqa: E402
 
 PACKAGE = "bench_job"
-
-
-def load_generated(dest: Path):  # type: ignore[no-untyped-def]
-    sys.path.insert(0, str(dest / "src"))
-    mods = {name: importlib.import_module(f"{PACKAGE}.{name}")
-            for name in ("checkpoint", "external", "job", "settings", "shutdown", "strategy")}
-    return mods
+MODULES = ("checkpoint", "external", "job", "settings", "shutdown", "strategy")
 
 
 def run_checkpointed(m, data_dir: Path, records: list[dict], batch_size: int, work_ms: float) -> float:  # type: ignore[no-untyped-def]
@@ -94,7 +87,7 @@ def main() -> int:
         root = Path(tmp)
         generated = scaffold.generate("checkpoint", root / "project",
                                       {"project_name": "Bench Job", "batch_size": args.batch_size})
-        m = load_generated(generated.dest)
+        m = load_generated(generated.dest, PACKAGE, MODULES)
         records = m["job"].demo_records(args.records)
         rows = []
         for work_ms in (0.0, 0.5):

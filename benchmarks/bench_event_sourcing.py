@@ -20,7 +20,6 @@ strategy event-sourcing) and its own code is measured:
 from __future__ import annotations
 
 import argparse
-import importlib
 import json
 import sqlite3
 import statistics
@@ -29,18 +28,13 @@ import tempfile
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
+
+from generated import load_generated  # noqa: E402  (benchmarks/generated.py; puts the checkout on sys.path)
 
 from advisor import scaffold  # noqa: E402
 
 PACKAGE = "bench_es_job"
-
-
-def load_generated(dest: Path):  # type: ignore[no-untyped-def]
-    sys.path.insert(0, str(dest / "src"))
-    return {name: importlib.import_module(f"{PACKAGE}.{name}")
-            for name in ("event_sourcing", "settings", "strategy")}
+MODULES = ("event_sourcing", "settings", "strategy")
 
 
 def pragma(conn_or_cursor, name: str):  # type: ignore[no-untyped-def]
@@ -118,7 +112,7 @@ def main() -> int:
         root = Path(tmp)
         generated = scaffold.generate("event-sourcing", root / "project",
                                       {"project_name": "Bench Es Job", "snapshot_every": args.snapshot_every})
-        m = load_generated(generated.dest)
+        m = load_generated(generated.dest, PACKAGE, MODULES)
         es = m["event_sourcing"]
 
         # fsync time varies with whatever else the machine is doing: the three sides

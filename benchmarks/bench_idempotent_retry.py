@@ -16,7 +16,6 @@ A third row runs the worker against a service failing 20 % of calls transiently
 from __future__ import annotations
 
 import argparse
-import importlib
 import json
 import sqlite3
 import sys
@@ -24,18 +23,13 @@ import tempfile
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
+
+from generated import load_generated  # noqa: E402  (benchmarks/generated.py; puts the checkout on sys.path)
 
 from advisor import scaffold  # noqa: E402
 
 PACKAGE = "bench_ir_job"
-
-
-def load_generated(dest: Path) -> dict:
-    sys.path.insert(0, str(dest / "src"))
-    return {name: importlib.import_module(f"{PACKAGE}.{name}")
-            for name in ("idempotent_retry", "external", "job", "settings", "shutdown", "strategy")}
+MODULES = ("idempotent_retry", "external", "job", "settings", "shutdown", "strategy")
 
 
 def run_worker(m: dict, data_dir: Path, records: list[dict], work_ms: float, fail_rate: float = 0.0) -> float:
@@ -91,7 +85,7 @@ def main() -> int:
     with tempfile.TemporaryDirectory(prefix="bench-idempotent-retry-") as tmp:
         root = Path(tmp)
         generated = scaffold.generate("idempotent-retry", root / "project", {"project_name": "Bench Ir Job"})
-        m = load_generated(generated.dest)
+        m = load_generated(generated.dest, PACKAGE, MODULES)
         records = m["job"].demo_records(args.records)
         rows = []
         for work_ms in (0.0, 0.5):

@@ -18,25 +18,19 @@
 from __future__ import annotations
 
 import argparse
-import importlib
 import sqlite3
 import sys
 import tempfile
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
+
+from generated import load_generated  # noqa: E402  (benchmarks/generated.py; puts the checkout on sys.path)
 
 from advisor import scaffold  # noqa: E402
 
 PACKAGE = "bench_sm_job"
-
-
-def load_generated(dest: Path) -> dict:
-    sys.path.insert(0, str(dest / "src"))
-    return {name: importlib.import_module(f"{PACKAGE}.{name}")
-            for name in ("state_machine", "external", "job", "settings", "shutdown", "strategy")}
+MODULES = ("state_machine", "external", "job", "settings", "shutdown", "strategy")
 
 
 def context(m: dict, data_dir: Path):  # type: ignore[no-untyped-def]
@@ -132,7 +126,7 @@ def main() -> int:
     with tempfile.TemporaryDirectory(prefix="bench-state-machine-") as tmp:
         root = Path(tmp)
         generated = scaffold.generate("state-machine", root / "project", {"project_name": "Bench Sm Job"})
-        m = load_generated(generated.dest)
+        m = load_generated(generated.dest, PACKAGE, MODULES)
         records = m["job"].demo_records(args.orders)
         steps = len(m["state_machine"].STEPS)
         sm_t = max(sm_transitions(m, root / f"sm-t-{i}", records) for i in range(args.repeat))
