@@ -34,3 +34,17 @@ def test_every_strategy_and_question_is_documented(catalog):
         assert f"`{sid}`" in guide, sid
     for qid in catalog.question_ids:
         assert f"`{qid}`" in guide, qid
+
+
+def test_every_strategy_has_a_section_in_the_generated_strategies_doc(catalog):
+    from advisor.scaffold import generated_strategies
+
+    text = (DOCS / "strategies-generated.md").read_text()
+    for sid in catalog.strategy_ids:
+        section = text.split(f"## {sid}\n", 1)
+        assert len(section) == 2, f"docs/strategies-generated.md has no section for {sid}"
+        body = section[1].split("\n## ", 1)[0]
+        if sid in generated_strategies():
+            assert "worker" in body.lower(), f"{sid}: say whether several workers are supported"
+        else:
+            assert "not generated yet" in body.lower(), f"{sid}: say that it is not generated yet"
