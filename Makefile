@@ -36,7 +36,6 @@ docs: setup
 	$(BIN)/python -m advisor.catalog_docs --write docs/catalog.md
 
 typecheck: setup
-	$(BIN)/python -m pip install --quiet mypy types-PyYAML
 	$(BIN)/python -m mypy
 
 clean:

@@ -175,7 +175,7 @@ def cmd_review(args: argparse.Namespace) -> int:
 def cmd_generate(args: argparse.Namespace) -> int:
     import yaml
 
-    from advisor import scaffold
+    import advisor.scaffold as scaffold
 
     data: dict[str, object] = {}
     if args.answers:
@@ -201,7 +201,7 @@ def cmd_generate(args: argparse.Namespace) -> int:
 
 
 def cmd_drill(args: argparse.Namespace) -> int:
-    from advisor import scaffold
+    import advisor.scaffold as scaffold
 
     options = dict(records=args.records, kills=args.kills, seed=args.seed, sigterm=args.sigterm)
     if args.json:
