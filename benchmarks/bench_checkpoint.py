@@ -65,8 +65,9 @@ def run_raw(m, data_dir: Path, records: list[dict], batch_size: int, work_ms: fl
             outputs.append((seq, record["record_id"], process(record, effect, work_ms=work_ms)))
         conn.execute("BEGIN IMMEDIATE")
         now = time.time()
-        for seq, record_id, output in outputs:
-            conn.execute("INSERT INTO results VALUES (?, ?, ?, ?, ?)", ("raw", seq, record_id, json.dumps(output), now))
+        # executemany, as the checkpointed side writes its results: only progress tracking differs.
+        conn.executemany("INSERT INTO results VALUES (?, ?, ?, ?, ?)",
+                         [("raw", seq, record_id, json.dumps(output), now) for seq, record_id, output in outputs])
         conn.execute("COMMIT")
     elapsed = time.perf_counter() - started
     external.close()

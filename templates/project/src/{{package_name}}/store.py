@@ -51,8 +51,21 @@ class Store:
         return sql.replace("?", "%s") if self.dialect == "postgresql" else sql
 
     def execute(self, sql: str, params: Sequence[Any] = ()) -> Any:
-        try:
+        with self._user_errors():
             return self.conn.execute(self._sql(sql), tuple(params))
+
+    def executemany(self, sql: str, rows: Sequence[Sequence[Any]]) -> None:
+        """One statement, many rows: one round of parsing instead of one per row."""
+        with self._user_errors():
+            # sqlite3 connections have executemany; psycopg has it on cursors.
+            target = self.conn if self.dialect == "sqlite" else self.conn.cursor()
+            target.executemany(self._sql(sql), [tuple(r) for r in rows])
+
+    @contextmanager
+    def _user_errors(self) -> Iterator[None]:
+        """Turn what the user can fix (a lock, a corrupt file, a lost server) into StoreError."""
+        try:
+            yield
         except sqlite3.OperationalError as exc:
             if "locked" in str(exc) or "busy" in str(exc):
                 raise StoreError(f"state database {self.where} is locked by another process "
@@ -67,10 +80,6 @@ class Store:
             if self.dialect == "postgresql" and type(exc).__name__ in ("OperationalError", "InterfaceError"):
                 raise StoreError(f"state database {self.where}: {exc}") from None
             raise
-
-    def executemany(self, sql: str, rows: Sequence[Sequence[Any]]) -> None:
-        for row in rows:
-            self.execute(sql, row)
 
     def all(self, sql: str, params: Sequence[Any] = ()) -> list[dict[str, Any]]:
         cur = self.execute(sql, params)
