@@ -13,7 +13,6 @@
 
 from __future__ import annotations
 
-import argparse
 import json
 import sqlite3
 import sys
@@ -22,7 +21,7 @@ import time
 from pathlib import Path
 
 
-from generated import load_generated  # noqa: E402  (benchmarks/generated.py; puts the checkout on sys.path)
+from generated import drill_bench_parser, load_generated  # noqa: E402  (benchmarks/generated.py; puts the checkout on sys.path)
 
 from advisor import scaffold  # noqa: E402
 
@@ -76,12 +75,9 @@ def run_raw(m, data_dir: Path, records: list[dict], batch_size: int, work_ms: fl
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = drill_bench_parser(__doc__, drill_records=2000)
     parser.add_argument("--records", type=int, default=5000)
     parser.add_argument("--batch-size", type=int, default=100)
-    parser.add_argument("--repeat", type=int, default=3, help="best of N throughput runs")
-    parser.add_argument("--drill-records", type=int, default=2000)
-    parser.add_argument("--kills", type=int, default=10)
     args = parser.parse_args()
 
     with tempfile.TemporaryDirectory(prefix="bench-checkpoint-") as tmp:

@@ -15,7 +15,6 @@ A third row runs the worker against a service failing 20 % of calls transiently
 
 from __future__ import annotations
 
-import argparse
 import json
 import sqlite3
 import sys
@@ -24,7 +23,7 @@ import time
 from pathlib import Path
 
 
-from generated import load_generated  # noqa: E402  (benchmarks/generated.py; puts the checkout on sys.path)
+from generated import drill_bench_parser, load_generated  # noqa: E402  (benchmarks/generated.py; puts the checkout on sys.path)
 
 from advisor import scaffold  # noqa: E402
 
@@ -75,11 +74,8 @@ def run_raw(m: dict, data_dir: Path, records: list[dict], work_ms: float) -> flo
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = drill_bench_parser(__doc__, drill_records=2000)
     parser.add_argument("--records", type=int, default=3000)
-    parser.add_argument("--repeat", type=int, default=3, help="best of N runs")
-    parser.add_argument("--drill-records", type=int, default=2000)
-    parser.add_argument("--kills", type=int, default=10)
     args = parser.parse_args()
 
     with tempfile.TemporaryDirectory(prefix="bench-idempotent-retry-") as tmp:

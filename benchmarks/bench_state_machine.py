@@ -17,7 +17,6 @@
 
 from __future__ import annotations
 
-import argparse
 import sqlite3
 import sys
 import tempfile
@@ -25,7 +24,7 @@ import time
 from pathlib import Path
 
 
-from generated import load_generated  # noqa: E402  (benchmarks/generated.py; puts the checkout on sys.path)
+from generated import drill_bench_parser, load_generated  # noqa: E402  (benchmarks/generated.py; puts the checkout on sys.path)
 
 from advisor import scaffold  # noqa: E402
 
@@ -116,11 +115,8 @@ def bare_orders(m: dict, data_dir: Path, records: list[dict]) -> float:
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = drill_bench_parser(__doc__, drill_records=500)
     parser.add_argument("--orders", type=int, default=1000)
-    parser.add_argument("--repeat", type=int, default=3, help="best of N runs")
-    parser.add_argument("--drill-records", type=int, default=500)
-    parser.add_argument("--kills", type=int, default=10)
     args = parser.parse_args()
 
     with tempfile.TemporaryDirectory(prefix="bench-state-machine-") as tmp:

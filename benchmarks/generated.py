@@ -6,6 +6,7 @@ so they put the project's ``src/`` on ``sys.path`` and import its modules by nam
 
 from __future__ import annotations
 
+import argparse
 import importlib
 import sys
 from pathlib import Path
@@ -20,3 +21,12 @@ def load_generated(dest: Path, package: str, modules: tuple[str, ...]) -> dict[s
     """``{name: module}`` for ``package.name`` of the project generated in ``dest``."""
     sys.path.insert(0, str(dest / "src"))
     return {name: importlib.import_module(f"{package}.{name}") for name in modules}
+
+
+def drill_bench_parser(doc: str | None, *, drill_records: int) -> argparse.ArgumentParser:
+    """The flags every strategy benchmark shares: best-of-N throughput runs, then a crash drill."""
+    parser = argparse.ArgumentParser(description=(doc or "").splitlines()[0] if doc else None)
+    parser.add_argument("--repeat", type=int, default=3, help="best of N throughput runs")
+    parser.add_argument("--drill-records", type=int, default=drill_records)
+    parser.add_argument("--kills", type=int, default=10)
+    return parser
