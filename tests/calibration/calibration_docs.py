@@ -1,0 +1,107 @@
+"""docs/calibration.md, generated from tests/calibration/incidents.yaml.
+
+    python tests/calibration/calibration_docs.py --write   # regenerate the page
+    python tests/calibration/calibration_docs.py           # print it
+
+tests/test_calibration.py checks that the page is current, so the table in the docs is always
+the one the calibration test runs.
+"""
+
+from __future__ import annotations
+
+import re
+import sys
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+HERE = Path(__file__).resolve().parent
+INCIDENTS = HERE / "incidents.yaml"
+DOC = HERE.parents[1] / "docs" / "calibration.md"
+
+# A citation a user can open: owner/repo#N (a GitHub issue or pull request) or an http(s) URL.
+GITHUB_REF = re.compile(r"^[A-Za-z0-9][A-Za-z0-9-]{0,38}/[A-Za-z0-9._-]{1,100}#[1-9][0-9]*$")
+URL = re.compile(r"^https?://[^\s/]+\.[^\s/]+/\S*$")
+
+
+def load_incidents(path: Path = INCIDENTS) -> list[dict[str, Any]]:
+    data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    incidents: list[dict[str, Any]] = data["incidents"]
+    return incidents
+
+
+def citation_link(source: str) -> str:
+    """Markdown link for a citation: owner/repo#N → its GitHub page (issues redirect to pulls)."""
+    if GITHUB_REF.match(source):
+        repo, number = source.split("#")
+        return f"[{source}](https://github.com/{repo}/issues/{number})"
+    if URL.match(source):
+        host = source.split("/")[2].removeprefix("www.")
+        return f"[{host}]({source})"
+    raise ValueError(f"not a citation: {source!r}")
+
+
+def _cell(text: str) -> str:
+    return " ".join(str(text).split()).replace("|", "\\|")
+
+
+def render(incidents: list[dict[str, Any]]) -> str:
+    picks = Counter(i["expert_pick"] for i in incidents)
+    lines = [
+        "# Calibration: real incidents and the pick a senior reviewer would make",
+        "",
+        "<!-- Generated from tests/calibration/incidents.yaml by tests/calibration/calibration_docs.py",
+        "     (`python tests/calibration/calibration_docs.py --write`); a test checks it is current. -->",
+        "",
+        "Each row is a public incident — an issue, a pull request or a postmortem — where a long-running",
+        "job was killed, restarted or retried and lost progress or repeated a side effect. For each one",
+        "the table records the answers its own text supports, the strategy a senior reviewer would pick",
+        "and what the team actually lacked. `tests/test_calibration.py` feeds every row's answers to",
+        "`advisor recommend` and fails when the advisor's top pick is neither the expert pick nor one of",
+        "the few alternatives the reviewer would also accept.",
+        "",
+        "The expert picks were decided from the incidents, not from the advisor's output.",
+        "",
+        f"{len(incidents)} incidents; expert picks: "
+        + ", ".join(f"`{sid}` {n}" for sid, n in sorted(picks.items(), key=lambda kv: (-kv[1], kv[0])))
+        + ".",
+        "",
+        "| Incident | Source | Expert pick | Also accepted | Why |",
+        "|---|---|---|---|---|",
+    ]
+    for inc in incidents:
+        also = ", ".join(f"`{s}`" for s in inc.get("acceptable", [])) or "—"
+        lines.append(
+            f"| **{inc['id']}** — {_cell(inc['summary'])} | {citation_link(inc['source'])} "
+            f"| `{inc['expert_pick']}` | {also} | {_cell(inc['why'])} |"
+        )
+    lines += [
+        "",
+        "## The answers behind each row",
+        "",
+        "Only questions the incident's text speaks to are answered; the rest are left unanswered, as a",
+        "team describing the incident would leave them.",
+        "",
+    ]
+    for inc in incidents:
+        answers = ", ".join(f"`{q}={v}`" for q, v in inc["answers"].items())
+        lines.append(f"- **{inc['id']}**: {answers}")
+        for sid, reason in inc.get("acceptable_why", {}).items():
+            lines.append(f"  - also accepted, `{sid}`: {_cell(reason)}")
+    return "\n".join(lines) + "\n"
+
+
+def main(argv: list[str]) -> int:
+    text = render(load_incidents())
+    if "--write" in argv:
+        DOC.write_text(text, encoding="utf-8")
+        print(f"wrote {DOC}")
+    else:
+        sys.stdout.write(text)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main(sys.argv[1:]))
