@@ -37,15 +37,30 @@ def test_top_pick_is_what_a_senior_reviewer_would_pick(catalog, incident):
     answers = validate_answers(incident["answers"], catalog, source=f"incident {incident['id']}")
     rec = recommend(answers, catalog)
     accepted = [incident["expert_pick"], *incident.get("acceptable", [])]
-    ranking = "\n".join(
-        f"    {r.strategy.id:<27} {r.score:>6g}   against: {'; '.join(r.against) or '-'}" for r in rec.ranking
-    )
-    assert rec.top.strategy.id in accepted, (
-        f"\n{incident['id']} ({incident['source']}): the advisor picks {rec.top.strategy.id!r},"
+    if rec.top.strategy.id not in accepted:
+        pytest.fail(_explain(incident, answers, rec), pytrace=False)
+
+
+def _explain(incident, answers, rec) -> str:
+    """The failure message: the ranking with each strategy's objections, then the reviewer's why."""
+    lines = [
+        f"{incident['id']} ({incident['source']}): the advisor picks {rec.top.strategy.id!r},"
         f" a senior reviewer picks {incident['expert_pick']!r}"
-        + (f" (also accepts {', '.join(incident['acceptable'])})" if incident.get("acceptable") else "")
-        + f"\n  answers: {answers}\n  ranking:\n{ranking}\n  why: {' '.join(incident['why'].split())}"
-    )
+        + (f" (also accepts {', '.join(incident['acceptable'])})" if incident.get("acceptable") else ""),
+        f"  answers: {answers}",
+        "  ranking:",
+    ]
+    for r in rec.ranking:
+        lines.append(f"    {r.strategy.id:<27} {r.score:>6g}   against: {'; '.join(r.against) or '-'}")
+        for reason in getattr(r, "ruled_out", ()):
+            lines.append(f"    {'':<27} {'':>6}   ruled out: {reason}")
+    close = getattr(rec, "close_call", None)
+    if close is not None:
+        lines.append(f"  close call: {close.runner_up} within {close.margin:g} (threshold {close.threshold:g})")
+    for warning in getattr(rec, "warnings", ()):
+        lines.append(f"  conflicting answers: {warning.message}")
+    lines.append(f"  why: {' '.join(incident['why'].split())}")
+    return "\n" + "\n".join(lines)
 
 
 def test_the_table_is_large_and_varied_enough():
