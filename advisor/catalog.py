@@ -13,6 +13,7 @@ Files:
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -102,6 +103,53 @@ class Note:
 
 
 @dataclass(frozen=True)
+class ControlCase:
+    """Wording of a control for particular answers (overrides why / how_to_check / fix)."""
+
+    when: Mapping[str, tuple[str, ...]]
+    why: str | None = None
+    how_to_check: str | None = None
+    fix: str | None = None
+
+    def holds(self, answers: Mapping[str, str]) -> bool:
+        return all(answers.get(q) in values for q, values in self.when.items())
+
+
+@dataclass(frozen=True)
+class Control:
+    """An essential control of a strategy: what a design review asks the team (STYLE.md 14).
+
+    ``applies_when`` limits it to some answers (an unanswered question does not rule it out);
+    ``cases`` reword it for particular answers, the first case that holds wins.
+    """
+
+    id: str
+    question: str  # asked of the team, answered yes / no / unknown
+    why: str  # what breaks without it, concretely
+    how_to_check: str  # what to look at, which query or drill proves it
+    fix: str
+    applies_when: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    reference: str | None = None  # a public URL a user can open
+    cases: tuple[ControlCase, ...] = ()
+    covers: tuple[str, ...] = ()  # ids of the strategy's pitfalls this control guards against
+
+    def applies(self, answers: Mapping[str, str]) -> bool:
+        return all(
+            answers.get(q) is None or answers[q] in values for q, values in self.applies_when.items()
+        )
+
+    def worded(self, answers: Mapping[str, str]) -> Control:
+        """This control with the first matching case's wording (itself when none matches)."""
+        for case in self.cases:
+            if case.holds(answers):
+                return Control(
+                    self.id, self.question, case.why or self.why, case.how_to_check or self.how_to_check,
+                    case.fix or self.fix, self.applies_when, self.reference, (), self.covers,
+                )  # fmt: skip
+        return self
+
+
+@dataclass(frozen=True)
 class Strategy:
     id: str
     name: str
@@ -122,6 +170,17 @@ class Strategy:
     prior_why: str
     notes: tuple[Note, ...]
     order: int  # tie-breaker: the simpler strategy first
+    controls: tuple[Control, ...] = ()  # the essential controls a design review checks
+    rules: tuple[Rule, ...] = ()  # avoid_when entries with a condition: they rule the strategy out
+    recipes: tuple[RecipeCase, ...] = ()  # the recovery point worded for particular answers
+    adopt: str | None = None  # how an existing job moves onto this strategy (review's migration path)
+
+    def control(self, control_id: str) -> Control:
+        for c in self.controls:
+            if c.id == control_id:
+                return c
+        raise KeyError(control_id)
+
 
     def fit(self, question: str, value: str) -> Fit | None:
         for f in self.fits:
@@ -325,7 +384,63 @@ def load_shared_pitfalls(path: Path, questions: Mapping[str, Question]) -> dict[
 STRATEGY_KEYS = (
     "id", "name", "granularity", "summary", "recovery_point", "when_to_use", "avoid_when",
     "pros", "cons", "costs", "pitfalls", "references", "template", "fit", "prior", "notes", "order",
+    "controls", "adopt",
 )  # fmt: skip
+
+CONTROL_KEYS = ("id", "question", "why", "how_to_check", "fix", "applies_when", "reference", "cases", "covers")
+_CONTROL_ID = re.compile(r"^[a-z][a-z0-9]*(-[a-z0-9]+)*$")
+
+
+def load_controls(
+    r: _Reader, questions: Mapping[str, Question], pitfall_ids: tuple[str, ...] = ()
+) -> tuple[Control, ...]:
+    """A strategy's ``controls:`` list (optional; when present, a non-empty list of mappings).
+
+    ``covers`` names pitfalls of the same strategy (``pitfall_ids``) the control guards against.
+    """
+    if r.data.get("controls") is None:
+        return ()
+    controls: list[Control] = []
+    for i, raw in enumerate(r.items("controls")):
+        c = _Reader(r.path, raw, f"controls[{i}]")
+        c.only(*CONTROL_KEYS)
+        cid = c.text("id")
+        if not _CONTROL_ID.match(cid):
+            raise c.error("id", f"{cid!r} is not a control id: use lowercase words joined by '-'")
+        if any(other.id == cid for other in controls):
+            raise c.error("id", f"duplicate control id {cid!r} (control ids are unique per strategy)")
+        reference = c.text("reference") if c.data.get("reference") is not None else None
+        if reference is not None and not reference.startswith(("https://", "http://")):
+            raise c.error("reference", "expected a public URL (https://...) a user can open")
+        cases = []
+        for j, raw_case in enumerate(c.data.get("cases") or []):
+            k = _Reader(r.path, raw_case, f"{c.key}.cases[{j}]")
+            k.only("when", "why", "how_to_check", "fix")
+            when = _conditions(k, "when", questions)
+            if not when:
+                raise k.error("when", "a case needs the answers it holds for")
+            words = {key: k.text(key) if k.data.get(key) is not None else None for key in ("why", "how_to_check", "fix")}
+            if not any(words.values()):
+                raise k.error("why", "a case rewords at least one of why, how_to_check, fix")
+            cases.append(ControlCase(when, words["why"], words["how_to_check"], words["fix"]))
+        covers = c.texts("covers", required=False)
+        for j, pid in enumerate(covers):
+            if pid not in pitfall_ids:
+                raise c.error(f"covers[{j}]", f"{pid!r} is not a pitfall of this strategy; known: {', '.join(pitfall_ids)}")
+        controls.append(
+            Control(
+                id=cid,
+                question=c.text("question"),
+                why=c.text("why"),
+                how_to_check=c.text("how_to_check"),
+                fix=c.text("fix"),
+                applies_when=_conditions(c, "applies_when", questions),
+                reference=reference,
+                cases=tuple(cases),
+                covers=covers,
+            )
+        )
+    return tuple(controls)
 
 
 def load_strategy(
@@ -399,6 +514,8 @@ def load_strategy(
         prior_why=p.text("why"),
         notes=tuple(notes),
         order=int(r.number("order")),
+        controls=load_controls(r, questions, tuple(p.id for p in pitfalls)),
+        adopt=r.text("adopt") if r.data.get("adopt") is not None else None,
     )
 
 

@@ -1,19 +1,43 @@
 """The decision: answers + catalog → a ranked recommendation. Pure: no I/O, no UI.
 
-Each strategy's score is its prior plus, for every answered question, the weight the catalog
-gives that answer (``fit`` in the strategy's YAML). The weights carry their reasons, so every
-ranking explains itself: positive weights become the "because" lines, negative ones the
-"against" lines, and the gap to the winner becomes "why not". Ties go to the simpler strategy
-(the catalog's ``order``), following the seed's advice to start simple.
+The catalog holds every rule as data (STYLE.md 14); this module only evaluates them:
+
+1. **Constraints.** A strategy's ``avoid_when`` entries that carry a condition rule it out when
+   the condition holds. A ruled-out strategy ranks below every strategy that is not, whatever
+   its score, so small bonuses for neutral answers never outvote a decisive answer.
+2. **Scores.** Among the strategies still allowed, each one's score is its prior plus, for
+   every answered question, the weight the catalog gives that answer (``fit``). The weights
+   carry their reasons: positive ones become "because" lines, negative ones "against" lines.
+   Ties go to the simpler strategy (the catalog's ``order``).
+3. **Conflicts.** ``conflicts.yaml`` names answers that contradict each other; each one that
+   holds becomes a warning naming the questions to revisit.
+4. **Close calls.** A lead smaller than the catalog's ``close_call_margin`` is a close call;
+   the engine names the unanswered questions (and values) that would settle it, or, when every
+   question is answered, the answers that decide it.
+5. **Recipe.** The winner's recovery point (where / how often / how duplicates and omissions
+   are avoided) and its pitfall fixes, worded for the answers given (``recipes`` and
+   ``fix_when`` in the YAML).
+
+Same answers → same output.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from advisor.catalog import Catalog, Pitfall, Scenario, Strategy
+from advisor.catalog import Catalog, Conflict, Pitfall, Question, Scenario, Strategy, condition_holds
+
+
+@dataclass(frozen=True)
+class Reason:
+    """One answer's effect on one strategy, as a sentence."""
+
+    question: str
+    value: str
+    weight: float
+    text: str
 
 
 @dataclass(frozen=True)
@@ -22,6 +46,12 @@ class Ranked:
     score: float
     because: tuple[str, ...]  # the answers that raised the score, strongest first
     against: tuple[str, ...]  # the answers that lowered it, strongest first
+    ruled_out: tuple[str, ...] = ()  # why a decisive answer rules it out (empty: allowed)
+    reasons: tuple[Reason, ...] = ()  # the answers behind because/against, with their weights
+
+    @property
+    def allowed(self) -> bool:
+        return not self.ruled_out
 
 
 @dataclass(frozen=True)
@@ -34,15 +64,57 @@ class Swing:
 
 
 @dataclass(frozen=True)
+class Settle:
+    """An answer that would settle a close call: it changes the pick or widens the lead."""
+
+    question: str
+    value: str
+    would_pick: str
+    margin: float  # the lead the pick would then have
+    answered: bool = False  # True: revisit an answer given (every question was answered)
+
+
+@dataclass(frozen=True)
+class CloseCall:
+    runner_up: str
+    margin: float
+    threshold: float
+    settle: tuple[Settle, ...]
+
+
+@dataclass(frozen=True)
+class Warning:
+    """A conflict between answers (conflicts.yaml)."""
+
+    id: str
+    message: str
+    revisit: tuple[str, ...]
+    reference: str | None = None
+
+
+@dataclass(frozen=True)
+class Recipe:
+    """The winner's recovery point, worded for the answers given."""
+
+    where: str
+    how_often: str
+    duplicates: str
+    steps: tuple[str, ...]
+
+
+@dataclass(frozen=True)
 class Recommendation:
     answers: Mapping[str, str]
     ranking: tuple[Ranked, ...]
     why_not: Mapping[str, tuple[str, ...]]  # strategy id → why it ranked below the top
     pitfalls: tuple[Pitfall, ...]  # the top strategy's pitfalls that apply to these answers
     swings: tuple[Swing, ...]
-    scenario: Scenario | None  # the seed's scenario-table row of the top strategy
+    scenario: Scenario | None  # the typical-case row of the top strategy
     notes: tuple[str, ...]  # advice for mixed cases (from the top strategies' notes)
     unanswered: tuple[str, ...]
+    warnings: tuple[Warning, ...] = ()
+    close_call: CloseCall | None = None
+    recipe: Recipe | None = None
 
     @property
     def top(self) -> Ranked:
@@ -57,7 +129,13 @@ class Recommendation:
     def pitfalls_for(self, strategy_id: str) -> tuple[Pitfall, ...]:
         return tuple(p for p in self.ranked(strategy_id).strategy.pitfalls if p.applies(self.answers))
 
+    def fix(self, pitfall: Pitfall) -> str:
+        """The pitfall's fix worded for these answers."""
+        return pitfall.fix_for(self.answers)
+
     def to_json(self) -> dict[str, Any]:
+        close = self.close_call
+        recipe = self.recipe
         return {
             "answers": dict(self.answers),
             "top": self.top.strategy.id,
@@ -69,13 +147,33 @@ class Recommendation:
                     "score": r.score,
                     "because": list(r.because),
                     "against": list(r.against),
+                    "ruled_out": list(r.ruled_out),
                 }
                 for r in self.ranking
             ],
             "why_not": {k: list(v) for k, v in self.why_not.items()},
+            "warnings": [
+                {"id": w.id, "message": w.message, "revisit": list(w.revisit), "reference": w.reference}
+                for w in self.warnings
+            ],
+            "close_call": None if close is None else {
+                "runner_up": close.runner_up,
+                "margin": close.margin,
+                "threshold": close.threshold,
+                "settle": [
+                    {"question": s.question, "value": s.value, "would_pick": s.would_pick,
+                     "margin": s.margin, "answered": s.answered}
+                    for s in close.settle
+                ],
+            },  # fmt: skip
+            "recipe": None if recipe is None else {
+                "where": recipe.where,
+                "how_often": recipe.how_often,
+                "duplicates": recipe.duplicates,
+                "steps": list(recipe.steps),
+            },
             "pitfalls": [
-                {"id": p.id, "title": p.title, "problem": p.problem, "fix": p.fix, "seed": p.seed}
-                for p in self.pitfalls
+                {"id": p.id, "title": p.title, "problem": p.problem, "fix": self.fix(p)} for p in self.pitfalls
             ],
             "swings": [{"question": s.question, "value": s.value, "would_pick": s.would_pick} for s in self.swings],
             "scenario": None if self.scenario is None else {
@@ -89,76 +187,246 @@ class Recommendation:
         }
 
 
-def _contributions(strategy: Strategy, answers: Mapping[str, str]) -> list[tuple[float, str, str]]:
-    """(weight, question, reason) for each answer the strategy's fit table mentions."""
-    out = []
+# --- wording -----------------------------------------------------------------------
+
+
+def _sentence(text: str) -> str:
+    text = text.strip()
+    if not text:
+        return text
+    text = text[0].upper() + text[1:]
+    return text if text[-1] in ".!?" else text + "."
+
+
+def short_label(question: Question, value: str) -> str:
+    """A choice's label without its explanation ("Hours or more — …" → "hours or more")."""
+    label = question.choice(value).label.split(" — ")[0].strip()
+    return label if label[1:2].isupper() else label[0].lower() + label[1:]
+
+
+def _because(question: Question, value: str, why: str) -> str:
+    """``why`` as a sentence, with the answer that caused it in plain words."""
+    return _sentence(f"{why.rstrip('.')} (you answered: {short_label(question, value)})")
+
+
+# --- the model ---------------------------------------------------------------------
+
+
+class DecisionModel:
+    """The catalog's weights and rules indexed for fast, repeated evaluation.
+
+    ``recommend`` builds one per call; tests and the TUI may keep one to rank many answer sets.
+    """
+
+    def __init__(self, catalog: Catalog) -> None:
+        self.catalog = catalog
+        self.questions = {q.id: q for q in catalog.questions}
+        self.weights = [
+            {(f.question, f.value): f.score for f in s.fits if f.score} for s in catalog.strategies
+        ]
+
+    def score(self, index: int, answers: Mapping[str, str]) -> float:
+        weights = self.weights[index]
+        return self.catalog.strategies[index].prior + sum(weights.get(item, 0.0) for item in answers.items())
+
+    def ruled_out(self, strategy: Strategy, answers: Mapping[str, str]) -> tuple[str, ...]:
+        return tuple(_sentence(r.say) for r in strategy.rules if condition_holds(r.when, answers))
+
+    def rank(self, answers: Mapping[str, str]) -> list[tuple[bool, float, Strategy]]:
+        """(ruled out?, score, strategy), best first."""
+        rows = [
+            (any(condition_holds(r.when, answers) for r in s.rules), self.score(i, answers), s)
+            for i, s in enumerate(self.catalog.strategies)
+        ]
+        rows.sort(key=lambda row: (row[0], -row[1], row[2].order, row[2].id))
+        return rows
+
+    def pick(self, answers: Mapping[str, str]) -> str:
+        return self.rank(answers)[0][2].id
+
+    def lead(self, answers: Mapping[str, str]) -> tuple[str, str, float]:
+        """(top, runner-up, margin). A ruled-out runner-up behind an allowed top: no contest."""
+        rows = self.rank(answers)
+        (out1, s1, top), (out2, s2, second) = rows[0], rows[1]
+        margin = float("inf") if out2 and not out1 else s1 - s2
+        return top.id, second.id, margin
+
+    def conflicts(self, answers: Mapping[str, str]) -> tuple[Conflict, ...]:
+        return tuple(c for c in self.catalog.conflicts if condition_holds(c.when, answers))
+
+
+# --- pieces of the recommendation ----------------------------------------------------
+
+
+def _ranked(model: DecisionModel, strategy: Strategy, index: int, answers: Mapping[str, str]) -> Ranked:
+    reasons = []
     for question, value in answers.items():
         fit = strategy.fit(question, value)
         if fit is not None and fit.score:
-            out.append((fit.score, question, f"{question}={value}: {fit.why}"))
-    return out
-
-
-def _score(strategy: Strategy, answers: Mapping[str, str]) -> float:
-    return strategy.prior + sum(w for w, _, _ in _contributions(strategy, answers))
-
-
-def _rank(answers: Mapping[str, str], catalog: Catalog) -> list[Strategy]:
-    return sorted(catalog.strategies, key=lambda s: (-_score(s, answers), s.order, s.id))
-
-
-def _ranked(strategy: Strategy, answers: Mapping[str, str]) -> Ranked:
-    parts = _contributions(strategy, answers)
-    because = [why for w, _, why in sorted(parts, key=lambda p: -p[0]) if w > 0]
-    against = [why for w, _, why in sorted(parts, key=lambda p: p[0]) if w < 0]
+            reasons.append(Reason(question, value, fit.score, _because(model.questions[question], value, fit.why)))
+    because = [r.text for r in sorted(reasons, key=lambda r: -r.weight) if r.weight > 0]
+    against = [r.text for r in sorted(reasons, key=lambda r: r.weight) if r.weight < 0]
     if strategy.prior > 0:
-        because.append(strategy.prior_why)
-    return Ranked(strategy, _score(strategy, answers), tuple(because), tuple(against))
+        because.append(_sentence(strategy.prior_why))
+    return Ranked(
+        strategy,
+        model.score(index, answers),
+        tuple(because),
+        tuple(against),
+        model.ruled_out(strategy, answers),
+        tuple(reasons),
+    )
 
 
-def _why_not(loser: Strategy, winner: Strategy, answers: Mapping[str, str]) -> tuple[str, ...]:
-    """The answers where the winner gained most over the loser, in the loser's or winner's words."""
+def _why_not(model: DecisionModel, loser: Ranked, winner: Ranked, answers: Mapping[str, str]) -> tuple[str, ...]:
+    """Why ``loser`` ranks below ``winner``: its ruling-out reasons first, then the answers
+    where the winner gained most over it, in the loser's or the winner's own words."""
+    out = list(loser.ruled_out)
     gaps = []
     for question, value in answers.items():
-        lf, wf = loser.fit(question, value), winner.fit(question, value)
+        lf, wf = loser.strategy.fit(question, value), winner.strategy.fit(question, value)
         lw, ww = (lf.score if lf else 0.0), (wf.score if wf else 0.0)
         if ww > lw:
-            # Prefer the loser's own reason when it names its weakness; else the winner's strength.
-            reason = lf.why if lf is not None and lw < 0 else f"{winner.name}: {wf.why}" if wf else ""
-            gaps.append((ww - lw, f"{question}={value}: {reason}"))
-    if not gaps:
-        return (f"ties with {winner.name} on these answers; the simpler option is preferred",)
-    return tuple(text for _, text in sorted(gaps, key=lambda g: -g[0])[:3])
+            q = model.questions[question]
+            if lf is not None and lw < 0:  # the loser's own reason names its weakness
+                text = _because(q, value, lf.why)
+            elif wf is not None:
+                text = _because(q, value, f"{winner.strategy.name} fits better: {wf.why}")
+            else:
+                continue
+            gaps.append((ww - lw, text))
+    out += [text for _, text in sorted(gaps, key=lambda g: -g[0])[: max(0, 3 - len(out))]]
+    if not out:
+        if loser.score == winner.score:
+            out.append(f"It ties with {winner.strategy.name} on these answers; the simpler option is preferred.")
+        else:
+            out.append(f"{winner.strategy.name} starts ahead before any answer (the catalog's prior).")
+    return tuple(out)
 
 
-def _swings(answers: Mapping[str, str], catalog: Catalog, top: str) -> tuple[Swing, ...]:
+def _swings(model: DecisionModel, answers: Mapping[str, str], top: str) -> tuple[Swing, ...]:
     swings = []
-    for q in catalog.questions:
+    for q in model.catalog.questions:
         if q.id in answers:
             continue
         for value in q.values:
-            pick = _rank({**answers, q.id: value}, catalog)[0].id
+            pick = model.pick({**answers, q.id: value})
             if pick != top:
                 swings.append(Swing(q.id, value, pick))
     return tuple(swings)
 
 
+def _settle(model: DecisionModel, answers: Mapping[str, str], top: str, threshold: float) -> tuple[Settle, ...]:
+    """Answers that would end a close call: a different pick, or the same pick with a lead of at
+    least the threshold. Unanswered questions first; when none settles it, the answers given."""
+
+    def trial(candidates: Iterable[tuple[Question, str]], answered: bool) -> list[Settle]:
+        found = []
+        for q, value in candidates:
+            pick, _, margin = model.lead({**answers, q.id: value})
+            if pick != top or margin >= threshold:
+                found.append(Settle(q.id, value, pick, margin, answered))
+        return found
+
+    open_ = [(q, v) for q in model.catalog.questions if q.id not in answers for v in q.values]
+    found = trial(open_, answered=False)
+    if not found:
+        given = [(q, v) for q in model.catalog.questions if q.id in answers for v in q.values if v != answers[q.id]]
+        found = trial(given, answered=True)
+    return tuple(found)
+
+
+def _recipe(strategy: Strategy, answers: Mapping[str, str]) -> Recipe:
+    rp = strategy.recovery_point
+    fields: dict[str, str] = {}
+    steps: list[str] = []
+    for case in strategy.recipes:
+        if not condition_holds(case.when, answers):
+            continue
+        for name in ("where", "how_often", "duplicates"):
+            text = getattr(case, name)
+            if text and name not in fields:
+                fields[name] = text
+        steps += [s for s in case.steps if s not in steps]
+    return Recipe(
+        fields.get("where", rp.where), fields.get("how_often", rp.how_often),
+        fields.get("duplicates", rp.duplicates), tuple(steps),
+    )  # fmt: skip
+
+
 def recommend(answers: Mapping[str, str], catalog: Catalog) -> Recommendation:
     """Rank every strategy for these (already validated) answers. Same input → same output."""
     answers = {q.id: answers[q.id] for q in catalog.questions if q.id in answers}
-    order = _rank(answers, catalog)
-    ranking = tuple(_ranked(s, answers) for s in order)
-    top = order[0]
-    why_not = {s.id: _why_not(s, top, answers) for s in order[1:]}
-    notes = tuple(n.say for s in order[:2] for n in s.notes if n.holds(answers))
-    scenario = next((row for row in catalog.scenarios if row.strategy == top.id), None)
+    model = DecisionModel(catalog)
+    index = {s.id: i for i, s in enumerate(catalog.strategies)}
+    order = [s for _, _, s in model.rank(answers)]
+    ranking = tuple(_ranked(model, s, index[s.id], answers) for s in order)
+    top = ranking[0]
+    why_not = {r.strategy.id: _why_not(model, r, top, answers) for r in ranking[1:]}
+    notes = tuple(n.say for r in ranking[:2] for n in r.strategy.notes if n.holds(answers))
+    scenario = next((row for row in catalog.scenarios if row.strategy == top.strategy.id), None)
+
+    warnings = [Warning(c.id, c.message, c.revisit, c.reference) for c in model.conflicts(answers)]
+    if not top.allowed:  # every strategy is ruled out: the answers contradict each other
+        warnings.append(Warning(
+            "everything-ruled-out",
+            "Every strategy is ruled out by some answer, so these answers contradict each other; "
+            f"{top.strategy.name} ranks first only on points. Revisit the answers its own "
+            "'ruled out' lines name.",
+            tuple(dict.fromkeys(q for r in ranking for q in _rule_questions(r.strategy, answers))),
+        ))  # fmt: skip
+
+    _, runner_up, margin = model.lead(answers)
+    close = None
+    if margin < catalog.close_call_margin:
+        settle = _settle(model, answers, top.strategy.id, catalog.close_call_margin)
+        close = CloseCall(runner_up, margin, catalog.close_call_margin, settle)
+
     return Recommendation(
         answers=answers,
         ranking=ranking,
         why_not=why_not,
-        pitfalls=tuple(p for p in top.pitfalls if p.applies(answers)),
-        swings=_swings(answers, catalog, top.id),
+        pitfalls=tuple(p for p in top.strategy.pitfalls if p.applies(answers)),
+        swings=_swings(model, answers, top.strategy.id),
         scenario=scenario,
         notes=notes,
         unanswered=tuple(q.id for q in catalog.questions if q.id not in answers),
+        warnings=tuple(warnings),
+        close_call=close,
+        recipe=_recipe(top.strategy, answers),
     )
+
+
+def _rule_questions(strategy: Strategy, answers: Mapping[str, str]) -> list[str]:
+    return [q for r in strategy.rules if condition_holds(r.when, answers) for q in r.when]
+
+
+def open_questions(answers: Mapping[str, str], catalog: Catalog, *, depth: int = 2) -> tuple[str, ...]:
+    """The unanswered questions whose answer can still change the top pick, in catalog order.
+
+    ``depth=1`` tries each unanswered question alone; ``depth=2`` (the default) also tries it
+    after any one other unanswered question is answered, so a question that matters only in
+    combination is kept. A question not listed cannot change the pick at that depth: a UI may
+    skip it.
+    """
+    model = DecisionModel(catalog)
+    answers = dict(answers)
+    unanswered = [q for q in catalog.questions if q.id not in answers]
+
+    def matters(q: Question, base: Mapping[str, str]) -> bool:
+        picks = {model.pick({**base, q.id: v}) for v in q.values}
+        return len(picks | {model.pick(base)}) > 1
+
+    out = []
+    for q in unanswered:
+        if matters(q, answers) or (
+            depth >= 2
+            and any(
+                matters(q, {**answers, other.id: v})
+                for other in unanswered
+                if other.id != q.id
+                for v in other.values
+            )
+        ):
+            out.append(q.id)
+    return tuple(out)

@@ -140,7 +140,7 @@ def test_a_new_strategy_and_question_need_no_python(catalog_copy: Path):
     """DESIGN §1: adding a strategy or a question is data only."""
     questions = (catalog_copy / "questions.yaml").read_text()
     questions += """
-  - id: compensation
+  - id: saga_steps
     group: trait
     asks: Can every step be undone?
     help: Sagas need a compensating action per step.
@@ -152,10 +152,11 @@ def test_a_new_strategy_and_question_need_no_python(catalog_copy: Path):
     saga = (catalog_copy / "state-machine.yaml").read_text()
     saga = saga.replace("id: state-machine", "id: saga").replace("order: 3", "order: 7")
     saga = saga.replace("name: State machine", "name: Saga with compensations")
-    saga = saga.replace("fit:\n", "fit:\n  compensation:\n    possible: {score: 9, why: every step can be compensated}\n")
+    saga = saga.replace("fit:\n", "fit:\n  saga_steps:\n    possible: {score: 9, why: every step can be compensated}\n")
     (catalog_copy / "saga.yaml").write_text(saga)
 
     catalog = load_catalog(catalog_copy)
-    rec = recommend({"work_shape": "multi_step_flow", "compensation": "possible"}, catalog)
+    rec = recommend({"work_shape": "multi_step_flow", "saga_steps": "possible"}, catalog)
     assert rec.top.strategy.id == "saga"
-    assert any("compensation=possible" in line for line in rec.top.because)
+    assert ("saga_steps", "possible") in {(r.question, r.value) for r in rec.top.reasons}
+    assert any("Every step can be compensated" in line for line in rec.top.because)

@@ -10,7 +10,7 @@ from advisor.engine import recommend
 
 # (answers, expected top strategy). One comment per case says why.
 CASES = [
-    # --- the seed's scenario table (000 §3.3), one row each -------------------------------
+    # --- the scenario table (strategies/scenarios.yaml), one row each ----------------------
     # row 1: short task, seconds, cheap to rerun → a unique key is enough
     ({"duration": "seconds", "work_shape": "single_task", "acceptable_loss": "whole_task"}, "idempotent-retry"),
     # row 2: long batch job that can be split into batches → batch-level recovery
@@ -90,12 +90,22 @@ def test_every_strategy_is_ranked_with_its_reasons(catalog):
     rec = recommend({"duration": "hours", "work_shape": "record_batch"}, catalog)
     assert {r.strategy.id for r in rec.ranking} == set(catalog.strategy_ids)
     assert [r.score for r in rec.ranking] == sorted((r.score for r in rec.ranking), reverse=True)
-    assert any(line.startswith("duration=hours") for line in rec.top.because)
-    assert any(line.startswith("work_shape=record_batch") for line in rec.top.because)
-    # idempotent retry lost on duration: its own reason says so
-    assert any("duration=hours" in line for line in rec.ranked("idempotent-retry").against)
-    assert any("duration=hours" in line for line in rec.why_not["idempotent-retry"])
+    drivers = {(r.question, r.value) for r in rec.top.reasons if r.weight > 0}
+    assert {("duration", "hours"), ("work_shape", "record_batch")} <= drivers
+    # idempotent retry lost on duration: its own reason says so, as a sentence in plain words
+    against = rec.ranked("idempotent-retry").against
+    assert any("Rerunning hours of work" in line and "(you answered: hours or more)" in line for line in against)
+    assert any("Rerunning hours of work" in line for line in rec.why_not["idempotent-retry"])
     assert set(rec.why_not) == set(catalog.strategy_ids) - {"checkpoint"}
+
+
+def test_reasons_read_as_sentences_not_key_value_pairs(catalog):
+    rec = recommend({"duration": "hours", "work_shape": "single_task", "acceptable_loss": "whole_task",
+                     "workers": "many", "audit": "none"}, catalog)  # fmt: skip
+    lines = [*rec.top.because, *rec.top.against, *(x for v in rec.why_not.values() for x in v)]
+    for line in lines:
+        assert line[0].isupper() and line.endswith("."), line
+        assert "=" not in line.split("(")[0], line  # no `duration=hours:` prefixes
 
 
 def test_pitfalls_follow_the_answers(catalog):
@@ -136,3 +146,136 @@ def test_json_shape_is_the_public_interface(catalog):
         assert isinstance(item["score"], (int, float))
         assert isinstance(item["because"], list)
     json.dumps(data)
+
+
+# --- decision model v2: decisive answers, conflicts, close calls, recipes ---------------------
+
+# (answers, expected top, strategies that must be ruled out). One comment per case: the class of
+# error it guards against (issue 8).
+DECISIVE = [
+    # one indivisible task, rerunning it whole is fine, hours long: a rerun, never an offset checkpoint
+    ({"work_shape": "single_task", "acceptable_loss": "whole_task", "duration": "hours"},
+     "idempotent-retry", {"checkpoint", "state-machine"}),
+    # a multi-step flow whose progress sits on local disk still tracks its steps: the file shapes the recipe
+    ({"work_shape": "multi_step_flow", "recovery_point_store": "local_disk", "duration": "hours"},
+     "state-machine", {"checkpoint", "idempotent-retry"}),
+    # ... and the same flow with a database picks the same mechanism
+    ({"work_shape": "multi_step_flow", "recovery_point_store": "database", "duration": "hours"},
+     "state-machine", {"checkpoint", "idempotent-retry"}),
+    # a seconds-long payment call with no audit need: no event sourcing (its own avoid_when)
+    ({"duration": "seconds", "work_shape": "single_task", "duplicate_cost": "unacceptable", "audit": "none",
+      "external_effects": "plain_api", "recovery_point_store": "database"},
+     "idempotent-retry", {"event-sourcing", "event-sourcing-idempotent"}),
+    # an audited ledger where duplicates are unacceptable: the idempotent variant, plain event sourcing ruled out
+    ({"audit": "required", "work_shape": "entity_changes", "recovery_point_store": "event_log",
+      "duplicate_cost": "unacceptable"}, "event-sourcing-idempotent", {"event-sourcing"}),
+    # an agent loop: discovered, nondeterministic steps are journaled, never re-executed
+    ({"work_shape": "multi_step_flow", "nondeterminism": "nondeterministic", "work_discovery": "discovered",
+      "duration": "hours", "recovery_point_store": "database"}, "state-machine", {"checkpoint"}),
+    # a crawl: work discovered as it runs → a frontier table (the checkpoint strategy's state table)
+    ({"work_shape": "record_batch", "work_discovery": "discovered", "duration": "hours",
+      "recovery_point_store": "local_disk"}, "checkpoint", {"idempotent-retry"}),
+    # a Kafka consumer whose offsets the broker keeps: the platform's own checkpoint
+    ({"work_shape": "unbounded_stream", "recovery_point_store": "broker_or_orchestrator",
+      "input_replay": "replayable", "duration": "hours"}, "stream-checkpoint", {"state-machine"}),
+    # a stream whose input can't be replayed can't rely on the framework's replay
+    ({"work_shape": "unbounded_stream", "input_replay": "not_replayable", "recovery_point_store": "database",
+      "duration": "hours"}, "checkpoint", {"stream-checkpoint"}),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize("answers,expected,ruled_out", DECISIVE)
+def test_decisive_answers_rule_strategies_out(catalog, answers, expected, ruled_out):
+    rec = recommend(answers, catalog)
+    assert rec.top.strategy.id == expected, [(r.strategy.id, r.score, r.ruled_out) for r in rec.ranking]
+    for sid in ruled_out:
+        ranked = rec.ranked(sid)
+        assert ranked.ruled_out, sid
+        assert rec.why_not[sid][0] == ranked.ruled_out[0]  # the ruling-out reason leads "why not"
+
+
+def test_a_ruled_out_strategy_never_outranks_an_allowed_one(catalog):
+    # checkpoint would collect many bonuses here, but whole-task loss rules it out
+    rec = recommend({"work_shape": "record_batch", "acceptable_loss": "whole_task", "duration": "hours",
+                     "recovery_point_store": "database", "workers": "many", "external_effects": "none"}, catalog)  # fmt: skip
+    allowed = [r.allowed for r in rec.ranking]
+    assert allowed == sorted(allowed, reverse=True)
+    assert rec.ranked("checkpoint").score > rec.top.score  # more points, still ruled out
+
+
+def test_conflicting_answers_are_named(catalog):
+    rec = recommend({"recovery_point_store": "nowhere", "acceptable_loss": "nothing"}, catalog)
+    (warning,) = [w for w in rec.warnings if w.id == "nowhere-but-keep-progress"]
+    assert set(warning.revisit) == {"recovery_point_store", "acceptable_loss"}
+    assert recommend({"duration": "seconds", "work_shape": "unbounded_stream"}, catalog).warnings
+    assert recommend({"recovery_point_store": "stream_engine", "input_replay": "not_replayable"}, catalog).warnings
+    assert not recommend({"duration": "hours", "work_shape": "record_batch"}, catalog).warnings
+    assert recommend({"recovery_point_store": "nowhere"}, catalog).to_json()["warnings"] == []
+
+
+def test_a_close_call_names_what_would_settle_it(catalog):
+    # event sourcing and its idempotent variant tie on these answers
+    rec = recommend({"recovery_point_store": "event_log", "work_shape": "entity_changes",
+                     "external_effects": "plain_api"}, catalog)  # fmt: skip
+    close = rec.close_call
+    assert close is not None and close.margin < catalog.close_call_margin
+    assert close.runner_up in {"event-sourcing", "event-sourcing-idempotent"}
+    settled = {(s.question, s.value): s.would_pick for s in close.settle}
+    assert settled[("duplicate_cost", "unacceptable")] == "event-sourcing-idempotent"
+    for (question, value), pick in settled.items():  # each settling answer is true
+        after = recommend({**rec.answers, question: value}, catalog)
+        assert after.top.strategy.id == pick
+        assert after.close_call is None or after.top.strategy.id != rec.top.strategy.id
+    # a clear lead is no close call
+    assert recommend({"work_shape": "multi_step_flow", "external_effects": "plain_api"}, catalog).close_call is None
+
+
+def test_the_recipe_is_worded_for_the_answers(catalog):
+    def recipe(**answers):
+        rec = recommend(answers, catalog)
+        return rec.top.strategy.id, rec.recipe
+
+    sid, r = recipe(work_shape="record_batch", duration="hours", acceptable_loss="one_batch",
+                    recovery_point_store="object_storage")  # fmt: skip
+    assert sid == "checkpoint" and "pointer" in r.where and "processed_offset" not in r.where
+    sid, r = recipe(work_shape="record_batch", duration="hours", work_discovery="discovered")
+    assert sid == "checkpoint" and "frontier" in r.where
+    sid, r = recipe(work_shape="unbounded_stream", recovery_point_store="broker_or_orchestrator", duration="hours",
+                    workers="many")  # fmt: skip
+    assert sid == "stream-checkpoint" and "consumer-group offsets" in r.where and "revoked" in r.where
+    sid, r = recipe(work_shape="single_task", duration="seconds", external_effects="plain_api",
+                    duplicate_cost="unacceptable")  # fmt: skip
+    assert sid == "idempotent-retry" and "reconciliation" in r.duplicates
+    # SMTP can't be asked by key: the plain-API fix never tells the user to look the call up
+    rec = recommend({"work_shape": "record_batch", "duration": "hours", "external_effects": "plain_api"}, catalog)
+    fixes = [rec.fix(p) for p in rec.pitfalls]
+    assert fixes and not any("asks the external system by that key" in f for f in fixes)
+    # an event-sourced ledger's concurrency fix talks about versions, not processed_offset
+    rec = recommend({"audit": "required", "work_shape": "entity_changes", "workers": "many",
+                     "duplicate_cost": "unacceptable"}, catalog)  # fmt: skip
+    assert not any("processed_offset" in rec.fix(p) for p in rec.pitfalls)
+
+
+def test_user_facing_text_cites_no_internal_documents(catalog):
+    import re
+
+    internal = re.compile(r"seed|shared/|\b000 §|\b002\b", re.IGNORECASE)
+    for answers in ({}, {"work_shape": "record_batch", "recovery_point_store": "local_disk", "workers": "many"},
+                    {"audit": "required", "duplicate_cost": "unacceptable", "external_effects": "plain_api"}):
+        data = recommend(answers, catalog).to_json()
+        data.pop("answers")
+        assert not internal.search(json.dumps(data, ensure_ascii=False)), answers
+
+
+def test_open_questions_are_those_that_can_still_change_the_pick(catalog):
+    from advisor.engine import open_questions
+
+    answers = {"work_shape": "multi_step_flow", "recovery_point_store": "database"}
+    still = open_questions(answers, catalog)
+    assert "work_shape" not in still and "recovery_point_store" not in still
+    base = recommend(answers, catalog).top.strategy.id
+    for q in catalog.questions:  # a question left out can't change the pick alone
+        if q.id in answers or q.id in still:
+            continue
+        assert all(recommend({**answers, q.id: v}, catalog).top.strategy.id == base for v in q.values), q.id
+    assert set(open_questions({}, catalog)) >= {"work_shape", "duration", "audit"}
