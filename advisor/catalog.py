@@ -8,6 +8,8 @@ Files:
 - ``questions.yaml``  the questions the engine understands (ids, choices, help)
 - ``scenarios.yaml``  the seed's scenario table (scenario → strategy, with typical answers)
 - ``pitfalls.yaml``   pitfalls shared by several strategies (referenced by id)
+- ``conflicts.yaml``  answers that contradict each other (condition, message, what to revisit)
+- ``decision.yaml``   the decision model's settings (the close-call margin)
 - every other ``*.yaml`` one strategy, its file name equal to its ``id``
 """
 
@@ -26,7 +28,16 @@ from advisor.paths import strategies_dir
 
 GRANULARITIES = ("task", "record", "event")
 QUESTION_GROUPS = ("recovery_point", "trait")
-RESERVED_FILES = ("questions.yaml", "scenarios.yaml", "pitfalls.yaml")
+RESERVED_FILES = ("questions.yaml", "scenarios.yaml", "pitfalls.yaml", "conflicts.yaml", "decision.yaml")
+
+# A condition over answers: question id → the values for which it holds (AND across questions,
+# OR within one question's values). STYLE.md 14: rules are data, the engine only evaluates them.
+Condition = Mapping[str, tuple[str, ...]]
+
+
+def condition_holds(when: Condition, answers: Mapping[str, str]) -> bool:
+    """True when every question of ``when`` is answered with one of its values (unanswered: False)."""
+    return all(answers.get(q) in values for q, values in when.items())
 
 
 @dataclass(frozen=True)
@@ -65,20 +76,69 @@ class RecoveryPoint:
 
 
 @dataclass(frozen=True)
+class FixCase:
+    """A pitfall's fix worded for particular answers (object storage, SMTP, a ledger, ...)."""
+
+    when: Condition
+    fix: str
+
+
+@dataclass(frozen=True)
 class Pitfall:
     id: str
     title: str
     problem: str
     fix: str
-    seed: str  # where the seed says it ("4.1", "point 20", ...)
+    seed: str  # internal provenance only (the source articles); never shown to users
     # question id → values for which the pitfall applies; empty = always.
     applies_when: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    fix_cases: tuple[FixCase, ...] = ()  # the first case that holds rewords the fix
 
     def applies(self, answers: Mapping[str, str]) -> bool:
         """An unanswered question does not rule a pitfall out: better warned than sorry."""
         return all(
             answers.get(q) is None or answers[q] in values for q, values in self.applies_when.items()
         )
+
+    def fix_for(self, answers: Mapping[str, str]) -> str:
+        """The fix worded for these answers (the general fix when no case holds)."""
+        return next((c.fix for c in self.fix_cases if condition_holds(c.when, answers)), self.fix)
+
+
+@dataclass(frozen=True)
+class Rule:
+    """An ``avoid_when`` entry with a condition: when it holds, the strategy is ruled out.
+
+    A ruled-out strategy ranks below every strategy that is not, whatever its score, so small
+    bonuses for neutral answers can never outvote a decisive answer.
+    """
+
+    when: Condition
+    say: str  # the reason, as a sentence a user reads
+    reference: str | None = None  # a public URL backing the reason
+
+
+@dataclass(frozen=True)
+class RecipeCase:
+    """The recovery point worded for particular answers: each field set here replaces the
+    strategy's general answer (the first case that holds and sets a field wins for that field)."""
+
+    when: Condition
+    where: str | None = None
+    how_often: str | None = None
+    duplicates: str | None = None
+    steps: tuple[str, ...] = ()  # extra steps the recipe needs for these answers
+
+
+@dataclass(frozen=True)
+class Conflict:
+    """Answers that contradict each other: named, never silently accepted."""
+
+    id: str
+    when: Condition
+    message: str
+    revisit: tuple[str, ...]  # the question ids to look at again
+    reference: str | None = None
 
 
 @dataclass(frozen=True)
@@ -181,7 +241,6 @@ class Strategy:
                 return c
         raise KeyError(control_id)
 
-
     def fit(self, question: str, value: str) -> Fit | None:
         for f in self.fits:
             if f.question == question and f.value == value:
@@ -204,6 +263,8 @@ class Catalog:
     strategies: tuple[Strategy, ...]
     scenarios: tuple[Scenario, ...]
     root: Path
+    conflicts: tuple[Conflict, ...] = ()
+    close_call_margin: float = 2.0  # a lead smaller than this is a close call (decision.yaml)
 
     def question(self, question_id: str) -> Question:
         for q in self.questions:
@@ -358,8 +419,29 @@ def load_questions(path: Path) -> tuple[Question, ...]:
     return questions
 
 
+def _when(r: _Reader, questions: Mapping[str, Question]) -> dict[str, tuple[str, ...]]:
+    when = _conditions(r, "when", questions)
+    if not when:
+        raise r.error("when", "a condition needs at least one `question: value`")
+    return when
+
+
+def _optional_url(r: _Reader, key: str) -> str | None:
+    if r.data.get(key) is None:
+        return None
+    url = r.text(key)
+    if not url.startswith(("https://", "http://")):
+        raise r.error(key, "expected a public URL (https://...) a user can open")
+    return url
+
+
 def _pitfall(r: _Reader, questions: Mapping[str, Question]) -> Pitfall:
-    r.only("id", "title", "problem", "fix", "seed", "applies_when")
+    r.only("id", "title", "problem", "fix", "seed", "applies_when", "fix_when")
+    cases = []
+    for i, raw in enumerate(r.data.get("fix_when") or []):
+        c = _Reader(r.path, raw, r._k(f"fix_when[{i}]"))
+        c.only("when", "fix")
+        cases.append(FixCase(_when(c, questions), c.text("fix")))
     return Pitfall(
         id=r.text("id"),
         title=r.text("title"),
@@ -367,7 +449,66 @@ def _pitfall(r: _Reader, questions: Mapping[str, Question]) -> Pitfall:
         fix=r.text("fix"),
         seed=str(r.data.get("seed", "")).strip() or "-",
         applies_when=_conditions(r, "applies_when", questions),
+        fix_cases=tuple(cases),
     )
+
+
+def _avoid_when(r: _Reader, questions: Mapping[str, Question]) -> tuple[tuple[str, ...], tuple[Rule, ...]]:
+    """``avoid_when``: texts, or ``{say, when, reference}`` entries whose condition rules the strategy out."""
+    texts, rules = [], []
+    for i, raw in enumerate(r.items("avoid_when")):
+        if isinstance(raw, str) and raw.strip():
+            texts.append(raw.strip())
+            continue
+        a = _Reader(r.path, raw, f"avoid_when[{i}]")
+        a.only("say", "when", "reference")
+        rule = Rule(_when(a, questions), a.text("say"), _optional_url(a, "reference"))
+        texts.append(rule.say)
+        rules.append(rule)
+    return tuple(texts), tuple(rules)
+
+
+def _recipes(r: _Reader, questions: Mapping[str, Question]) -> tuple[RecipeCase, ...]:
+    cases = []
+    for i, raw in enumerate(r.data.get("recipes") or []):
+        c = _Reader(r.path, raw, f"recipes[{i}]")
+        c.only("when", "where", "how_often", "duplicates", "steps")
+        words = {k: c.text(k) if c.data.get(k) is not None else None for k in ("where", "how_often", "duplicates")}
+        steps = c.texts("steps", required=False)
+        if not any(words.values()) and not steps:
+            raise c.error("when", "a recipe case sets at least one of where, how_often, duplicates, steps")
+        cases.append(RecipeCase(_when(c, questions), words["where"], words["how_often"], words["duplicates"], steps))
+    return tuple(cases)
+
+
+def load_conflicts(path: Path, questions: Mapping[str, Question]) -> tuple[Conflict, ...]:
+    if not path.exists():
+        return ()
+    top = _Reader(path, _read_yaml(path))
+    out: list[Conflict] = []
+    for i, raw in enumerate(top.items("conflicts")):
+        c = _Reader(path, raw, f"conflicts[{i}]")
+        c.only("id", "when", "message", "revisit", "reference")
+        revisit = c.texts("revisit")
+        for qid in revisit:
+            if qid not in questions:
+                raise c.error("revisit", f"unknown question {qid!r}; known: {', '.join(questions)}")
+        cid = c.text("id")
+        if any(other.id == cid for other in out):
+            raise c.error("id", f"duplicate conflict id {cid!r}")
+        out.append(Conflict(cid, _when(c, questions), c.text("message"), revisit, _optional_url(c, "reference")))
+    return tuple(out)
+
+
+def load_close_call_margin(path: Path) -> float:
+    if not path.exists():
+        return 2.0
+    top = _Reader(path, _read_yaml(path))
+    top.only("close_call_margin")
+    margin = top.number("close_call_margin")
+    if margin < 0:
+        raise top.error("close_call_margin", "must be zero or more")
+    return margin
 
 
 def load_shared_pitfalls(path: Path, questions: Mapping[str, Question]) -> dict[str, Pitfall]:
@@ -384,7 +525,7 @@ def load_shared_pitfalls(path: Path, questions: Mapping[str, Question]) -> dict[
 STRATEGY_KEYS = (
     "id", "name", "granularity", "summary", "recovery_point", "when_to_use", "avoid_when",
     "pros", "cons", "costs", "pitfalls", "references", "template", "fit", "prior", "notes", "order",
-    "controls", "adopt",
+    "controls", "adopt", "recipes",
 )  # fmt: skip
 
 CONTROL_KEYS = ("id", "question", "why", "how_to_check", "fix", "applies_when", "reference", "cases", "covers")
@@ -491,6 +632,7 @@ def load_strategy(
         n.only("when", "say")
         notes.append(Note(_conditions(n, "when", questions), n.text("say")))
 
+    avoid_texts, rules = _avoid_when(r, questions)
     prior = r.data.get("prior") or {"score": 0, "why": "no prior preference"}
     p = _Reader(path, prior, "prior")
     p.only("score", "why")
@@ -501,7 +643,7 @@ def load_strategy(
         summary=r.text("summary"),
         recovery_point=RecoveryPoint(rp.text("where"), rp.text("how_often"), rp.text("duplicates")),
         when_to_use=r.texts("when_to_use"),
-        avoid_when=r.texts("avoid_when"),
+        avoid_when=avoid_texts,
         pros=r.texts("pros"),
         cons=r.texts("cons"),
         costs=r.texts("costs"),
@@ -516,6 +658,8 @@ def load_strategy(
         order=int(r.number("order")),
         controls=load_controls(r, questions, tuple(p.id for p in pitfalls)),
         adopt=r.text("adopt") if r.data.get("adopt") is not None else None,
+        rules=rules,
+        recipes=_recipes(r, questions),
     )
 
 
@@ -548,4 +692,6 @@ def load_catalog(root: Path | None = None) -> Catalog:
         raise CatalogError(root, "(directory)", "holds no strategy files")
     strategies = sorted((load_strategy(p, by_id, shared) for p in files), key=lambda s: (s.order, s.id))
     scenarios = load_scenarios(root / "scenarios.yaml", by_id, {s.id for s in strategies})
-    return Catalog(questions, tuple(strategies), scenarios, root)
+    conflicts = load_conflicts(root / "conflicts.yaml", by_id)
+    margin = load_close_call_margin(root / "decision.yaml")
+    return Catalog(questions, tuple(strategies), scenarios, root, conflicts, margin)
