@@ -133,6 +133,9 @@ def cmd_explain(args: argparse.Namespace) -> int:
             "pitfalls": [{"id": p.id, "title": p.title, "problem": p.problem, "fix": p.fix, "seed": p.seed}
                          for p in s.pitfalls],
             "references": s.references, "template": s.template,
+            "controls": [{"id": c.id, "question": c.question, "why": c.why, "how_to_check": c.how_to_check,
+                          "fix": c.fix, "applies_when": {q: list(v) for q, v in c.applies_when.items()},
+                          "reference": c.reference} for c in s.controls],
         })  # fmt: skip
         return 0
     print(f"{s.name} ({s.id}) — {s.granularity}-level recovery\n")
@@ -151,6 +154,11 @@ def cmd_explain(args: argparse.Namespace) -> int:
         print(f"  - {p.title} (seed {p.seed})")
         print(_wrap(f"problem: {p.problem}", "      "))
         print(_wrap(f"fix: {p.fix}", "      "))
+    if s.controls:
+        print(f"\nEssential controls (a review asks each: advisor review --current {s.id} --control ID=yes|no|unknown):")
+        for c in s.controls:
+            print(f"  - {c.id}: {c.question}")
+            print(_wrap(f"check: {c.how_to_check}", "      "))
     print("\nReferences:")
     for ref in s.references:
         print(f"  - {ref}")
@@ -159,16 +167,32 @@ def cmd_explain(args: argparse.Namespace) -> int:
 
 
 def cmd_review(args: argparse.Namespace) -> int:
-    from advisor.engine import recommend
-    from advisor.review import decision_record, judge_current, write_text_safely
+    from advisor.answers import review_input
+    from advisor.review import render, review, write_text_safely
 
     catalog = _catalog()
-    answers = _answers(args, catalog)
-    text = decision_record(answers, catalog, current=args.current, chosen=args.chosen, title=args.title)
-    write_text_safely(Path(args.out), text, force=args.force)
+    context = args.context
+    if args.context_file:
+        try:
+            context = Path(args.context_file).read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError) as exc:
+            raise AdvisorError(f"--context-file {args.context_file}: cannot be read ({exc}).") from None
+    given = review_input(
+        catalog,
+        answers_file=Path(args.answers) if args.answers else None,
+        set_flags=args.set or [],
+        current=args.current,
+        control_flags=args.control or [],
+        context=context,
+    )
+    result = review(given.answers, catalog, current=given.current, chosen=args.chosen, context=given.context)
+    write_text_safely(Path(args.out), render(result, catalog, title=args.title), force=args.force)
     print(f"wrote {args.out}")
-    if args.current:
-        print(judge_current(recommend(answers, catalog), args.current).summary)
+    if result.verdict is not None:
+        print(result.verdict.summary)
+        for label, group in (("missing", result.missing), ("unknown", result.unknown)):
+            if group:
+                print(f"  {label}: {', '.join(f.control.id for f in group)}")
     return 0
 
 
@@ -276,10 +300,16 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true", help="machine-readable output")
 
     p = add("review", cmd_review, "write a decision record (Markdown, MADR) for your answers",
-            "advisor review --answers job.yml --current idempotent-retry --out docs/adr/0007-continuity.md")  # fmt: skip
+            "advisor review --answers job.yml --current checkpoint --control optimistic-progress-update=no"
+            " --out docs/adr/0007-continuity.md")  # fmt: skip
     _answer_flags(p)
     p.add_argument("--out", metavar="FILE", required=True, help="where to write the record")
     p.add_argument("--current", metavar="ID", help="the strategy the team uses today, to be judged")
+    p.add_argument("--control", metavar="ID=STATE", action="append",
+                   help="one essential control of the current design: yes, no or unknown (repeatable;"
+                        " `advisor explain ID` lists them)")  # fmt: skip
+    p.add_argument("--context", metavar="TEXT", help="the incident or the job, in the team's words")
+    p.add_argument("--context-file", metavar="FILE", help="read --context from a file")
     p.add_argument("--chosen", metavar="ID", help="record this strategy as the decision instead of the top pick")
     p.add_argument("--title", default="the long-running job", help="what the record is about")
     p.add_argument("--force", action="store_true", help="overwrite an existing --out file")

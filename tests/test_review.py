@@ -1,72 +1,148 @@
-"""Decision records: every MADR section is there and says the right thing."""
+"""Decision records (review v2): findings first, then the fit, a migration path, a verification
+plan for this case, and the MADR sections — short, specific, and never citing internal documents."""
 
 from __future__ import annotations
 
 import datetime as dt
+import re
 
 import pytest
 
-from advisor.errors import OutputExistsError
-from advisor.review import decision_record, judge_current, write_text_safely
+from advisor.answers import CurrentDesign
 from advisor.engine import recommend
+from advisor.errors import AnswersError, OutputExistsError
+from advisor.review import decision_record, judge_current, review, write_text_safely
 
-BATCH = {"duration": "hours", "work_shape": "record_batch", "workers": "many", "external_effects": "plain_api"}
-SECTIONS = [
-    "## Context and problem statement",
-    "## Decision drivers",
-    "## Considered options",
-    "## Decision outcome",
-    "### Recovery point",
-    "### Consequences",
-    "## Pros and cons of the options",
-    "## Pitfall checklist",
-    "## Verification plan",
-]
+DAY = dt.date(2026, 1, 2)
+BATCH = {"duration": "hours", "work_shape": "record_batch", "workers": "many", "external_effects": "idempotent_api",
+         "recovery_point_store": "database"}  # fmt: skip
+WEBHOOK = {"duration": "seconds", "work_shape": "single_task", "duplicate_cost": "unacceptable",
+           "inbound_duplicates": "possible", "external_effects": "idempotent_api", "acceptable_loss": "whole_task"}  # fmt: skip
+LEDGER = {"work_shape": "entity_changes", "audit": "required", "duplicate_cost": "unacceptable",
+          "recovery_point_store": "event_log", "external_effects": "idempotent_api", "acceptable_loss": "nothing"}  # fmt: skip
+AGENT = {"duration": "hours", "work_shape": "multi_step_flow", "nondeterminism": "nondeterministic",
+         "recovery_point_store": "database", "external_effects": "queryable_api"}  # fmt: skip
+STREAM = {"work_shape": "unbounded_stream", "recovery_point_store": "stream_engine", "duration": "hours",
+          "workers": "many"}  # fmt: skip
+
+WITH_CURRENT = ["## Findings", "### Does the category fit?", "## Migration path", "## Verification plan",
+                "## Context and problem statement", "## Decision drivers", "## Considered options",
+                "## Decision outcome", "### Consequences"]  # fmt: skip
+WITHOUT_CURRENT = ["## Build plan", "## Verification plan", "## Context and problem statement", "## Decision drivers",
+                   "## Considered options", "## Decision outcome", "### Consequences"]  # fmt: skip
 
 
-def record(catalog, **kw):
-    return decision_record(BATCH, catalog, date=dt.date(2026, 1, 2), **kw)
+def record(catalog, answers=BATCH, **kw):
+    return decision_record(answers, catalog, date=DAY, **kw)
 
 
-def test_sections_in_order(catalog):
-    text = record(catalog)
-    positions = [text.index(s) for s in SECTIONS]
+def section(text: str, heading: str) -> str:
+    body = text.split(heading + "\n", 1)[1]
+    return re.split(r"\n#{2,3} ", body, maxsplit=1)[0]
+
+
+# --- structure -------------------------------------------------------------------------
+
+
+def test_sections_in_order_with_a_current_design(catalog):
+    text = record(catalog, current=CurrentDesign("checkpoint"))
+    positions = [text.index(s) for s in WITH_CURRENT]
     assert positions == sorted(positions)
 
 
-def test_context_lists_every_answer(catalog):
+def test_sections_in_order_without_one(catalog):
     text = record(catalog)
-    assert "| How long does one run take? | Hours or more |" in text
-    assert "| Must past states be explained or rebuilt? | (unknown) |" in text
+    positions = [text.index(s) for s in WITHOUT_CURRENT]
+    assert positions == sorted(positions)
+    assert "## Findings" not in text
+    # the decided strategy's essential controls become a checklist of the build plan
+    plan = section(text, "## Build plan")
+    assert "- [ ] **" in plan and "`optimistic-progress-update`" in plan  # workers=many
 
 
-def test_outcome_and_options(catalog):
+def test_title_and_outcome(catalog):
     text = record(catalog)
     assert text.splitlines()[0] == "# Continuity mechanism for the long-running job: Checkpoint + state table"
-    assert 'Chosen option: "Checkpoint + state table"' in text
+    assert 'Chosen option: "Checkpoint + state table" (`checkpoint`)' in text
     for s in catalog.strategies:
-        assert f"### {s.name}" in text
-    assert "Ranked lower:" in text
+        assert f"**{s.name}** (`{s.id}`" in section(text, "## Considered options")
 
 
-def test_pitfall_checklist_is_for_these_answers(catalog):
-    text = record(catalog)
-    checklist = text.split("## Pitfall checklist")[1].split("## Verification plan")[0]
-    assert "- [ ] **Concurrent workers overwrite each other's progress**" in checklist  # workers=many
-    assert "- [ ] **A side effect is repeated after recovery**" in checklist  # plain_api
-
-
-def test_verification_plan_is_the_drill(catalog):
-    plan = record(catalog).split("## Verification plan")[1]
-    assert "advisor generate checkpoint" in plan
-    assert "drill --records 2000 --kills 10" in plan and "--sigterm" in plan
-    assert "lost = 0" in plan and "duplicate_effects = 0" in plan
+def test_context_is_the_teams_own_words(catalog):
+    words = "Redeployed mid-run on 3 May: two workers both processed batch 41 and 212 customers got two invoices."
+    text = record(catalog, context=words)
+    assert section(text, "## Context and problem statement").lstrip().startswith(words)
+    assert "can be killed mid-way" not in text  # no boilerplate when the team said it
+    assert "Hours or more (`duration=hours`)" in text
 
 
 def test_chosen_overrides_and_states_the_gap(catalog):
     text = record(catalog, chosen="event-sourcing")
-    assert 'Chosen option: "Event sourcing"' in text
-    assert "The advisor ranked Checkpoint + state table first" in text
+    assert 'Chosen option: "Event sourcing" (`event-sourcing`). The advisor ranked Checkpoint + state table first' in text
+
+
+# --- findings ----------------------------------------------------------------------------
+
+
+def test_fitting_category_with_a_missing_control_leads_with_that_control(catalog):
+    """The incident class the issue names: the category fits, an ingredient is missing."""
+    current = CurrentDesign("checkpoint", {"optimistic-progress-update": "no", "results-and-progress-together": "yes"})
+    text = record(catalog, current=current)
+    findings = section(text, "## Findings")
+    first = next(line for line in findings.splitlines() if line.startswith("1. "))
+    assert first.startswith("1. **Missing:") and "`optimistic-progress-update`" in first
+    verdict = section(text, "### Does the category fit?")
+    assert "**Right category, missing controls.**" in verdict and "finding 1" in verdict
+    assert "**Fits.**" not in text  # never "Fits" above the real gap
+    assert text.index("optimistic-progress-update") < text.index("### Does the category fit?")
+
+
+def test_missing_controls_come_before_unknown_ones(catalog):
+    current = CurrentDesign("idempotent-retry", {"sigterm-within-grace": "no", "key-from-input": "no",
+                                                 "unique-key-with-effect": "yes"})  # fmt: skip
+    r = review(WEBHOOK, catalog, current=current)
+    statuses = [f.status for f in r.findings]
+    assert statuses == sorted(statuses, key=lambda s: s != "no") and statuses[:2] == ["no", "no"]
+    assert [f.number for f in r.findings] == list(range(1, len(r.findings) + 1))
+    assert [f.control.id for f in r.missing] == ["key-from-input", "sigterm-within-grace"]  # catalog order
+    assert "unique-key-with-effect" in {c.id for c in r.in_place}
+
+
+def test_every_finding_says_why_how_to_check_and_fix(catalog):
+    text = record(catalog, current=CurrentDesign("checkpoint"))
+    blocks = re.split(r"\n(?=\d+\. )", section(text, "## Findings"))[1:]
+    assert blocks
+    for block in blocks:
+        assert "- Why:" in block and "- Check:" in block and "- Fix:" in block, block
+
+
+def test_findings_are_worded_for_the_answers(catalog):
+    """Cases reword a control for the answers, and the finding names the answers that make it matter."""
+    current = CurrentDesign("idempotent-retry", {"key-from-input": "no"})
+    finding = review(WEBHOOK, catalog, current=current).findings[0]
+    assert finding.control.id == "key-from-input"
+    assert "can arrive twice" in finding.control.why  # the inbound_duplicates=possible case
+    assert any("inbound_duplicates=possible" in h for h in finding.here)
+    plain = review({**WEBHOOK, "external_effects": "plain_api"}, catalog, current=CurrentDesign("idempotent-retry"))
+    check = next(f for f in plain.findings if f.control.id == "check-before-call")
+    assert "can't be asked" in check.control.fix  # no "ask the service by key" for SMTP
+
+
+def test_controls_that_do_not_apply_are_not_findings(catalog):
+    r = review({**BATCH, "workers": "one"}, catalog, current=CurrentDesign("checkpoint", {"optimistic-progress-update": "no"}))
+    assert "optimistic-progress-update" not in {f.control.id for f in r.findings}
+    assert "optimistic-progress-update" in {c.id for c in r.not_needed}
+
+
+def test_a_fitting_design_with_every_control_in_place_fits(catalog):
+    strategy = catalog.strategy("checkpoint")
+    answers = {**BATCH, "outputs": "in_progress_store", "unit_vs_notice": "fits_notice"}
+    current = CurrentDesign("checkpoint", {c.id: "yes" for c in strategy.controls})
+    text = record(catalog, answers, current=current)
+    assert "**Fits.**" in text and "0 missing, 0 unknown" in text
+
+
+# --- the fit and what it risks ---------------------------------------------------------------
 
 
 @pytest.mark.parametrize(
@@ -81,9 +157,117 @@ def test_current_strategy_verdict(catalog, current, fits):
     verdict = judge_current(recommend(BATCH, catalog), current)
     assert verdict.fits is fits
     text = record(catalog, current=current)
-    assert ("**Fits.**" if fits else "**Does not fit.**") in text
     if not fits:
-        assert verdict.risks and "What it risks" in text
+        assert "**Does not fit.**" in text
+
+
+def test_risks_are_only_what_the_answers_hold_against_it(catalog):
+    """Never the winner's strengths reworded, never every pitfall of the current strategy."""
+    rec = recommend(BATCH, catalog)
+    verdict = judge_current(rec, "idempotent-retry")
+    ranked = rec.ranked("idempotent-retry")
+    assert verdict.risks and set(verdict.risks) <= set(ranked.against) | set(ranked.ruled_out)
+    assert any("hours" in r.lower() for r in verdict.risks)
+    risks = section(record(catalog, current="idempotent-retry"), "### Does the category fit?")
+    assert "pitfall" not in risks.lower()
+
+
+# --- migration path ---------------------------------------------------------------------------
+
+
+def test_migration_path_differs_by_current_strategy(catalog):
+    paths = {
+        sid: section(record(catalog, current=CurrentDesign(sid)), "## Migration path")
+        for sid in ("checkpoint", "idempotent-retry", "state-machine", "event-sourcing")
+    }
+    assert len(set(paths.values())) == len(paths)
+    assert "no rewrite is needed" in paths["checkpoint"]  # the fitting category is kept
+    assert "Add the recovery point" in paths["idempotent-retry"] and "Switch over:" in paths["idempotent-retry"]
+
+
+def test_migration_keeps_the_controls_that_carry_over(catalog):
+    """state-machine → checkpoint: a reclaim of stale tasks and SIGTERM handling carry over."""
+    current = CurrentDesign("state-machine", {"stale-tasks-reclaimed": "yes", "sigterm-within-grace": "yes",
+                                              "guarded-transitions": "no"})  # fmt: skip
+    r = review(BATCH, catalog, current=current)
+    assert r.target.strategy.id == "checkpoint"
+    keep = " ".join(r.keep)
+    assert "`stale-tasks-reclaimed`" in keep and "`sigterm-within-grace`" in keep
+    assert "stale-tasks-reclaimed" not in {c.id for c in r.to_build}
+    assert any("Don't invest in" in step for step in r.migration)  # guarded-transitions is replaced
+
+
+# --- verification plan -------------------------------------------------------------------------
+
+
+def test_verification_plan_is_specific_to_the_case(catalog):
+    plan = section(record(catalog, current=CurrentDesign("checkpoint")), "## Verification plan")
+    assert "advisor generate checkpoint ./continuity-job" in plan
+    assert "python -m continuity_job drill --records 2000 --kills 10" in plan
+    assert "--workers 3" in plan  # workers=many
+    assert "between an external call and the commit" in plan  # external effects: the kill window
+    assert "lost = 0" in plan and "duplicate_effects = 0" in plan
+    single = section(record(catalog, {"work_shape": "single_task", "duration": "seconds"}), "## Verification plan")
+    assert "--workers" not in single and "in the middle of the task" in single
+
+
+def test_no_command_the_advisor_would_refuse(catalog):
+    """stream-checkpoint has no template yet: never print `advisor generate stream-checkpoint`."""
+    from advisor.scaffold import generated_strategies
+
+    text = record(catalog, STREAM, current=CurrentDesign("stream-checkpoint"))
+    assert "stream-checkpoint" not in generated_strategies()
+    assert "advisor generate stream-checkpoint" not in text
+    assert "No generated reference exists" in text
+    for command in re.findall(r"`advisor generate (\S+) ", text + record(catalog)):
+        assert command in generated_strategies()
+
+
+def test_long_units_get_a_sigterm_drill_inside_the_unit(catalog):
+    plan = section(record(catalog, {**BATCH, "unit_vs_notice": "longer_than_notice"}), "## Verification plan")
+    assert "in the middle of a unit" in plan and "notice" in plan
+
+
+# --- length, wording, sources ------------------------------------------------------------------
+
+TYPICAL = [
+    pytest.param(BATCH, CurrentDesign("checkpoint", {"optimistic-progress-update": "no"}), id="batch-fits-missing-lock"),
+    pytest.param(BATCH, CurrentDesign("idempotent-retry"), id="batch-on-reruns"),
+    pytest.param(WEBHOOK, CurrentDesign("idempotent-retry", {"key-from-input": "no"}), id="webhook-key-per-attempt"),
+    pytest.param(LEDGER, CurrentDesign("event-sourcing"), id="ledger-without-command-keys"),
+    pytest.param(AGENT, CurrentDesign("idempotent-retry"), id="agent-restarting-from-scratch"),
+    pytest.param(STREAM, CurrentDesign("checkpoint"), id="stream-hand-made-offsets"),
+    pytest.param(BATCH, None, id="no-current-design"),
+]
+
+
+@pytest.mark.parametrize("answers,current", TYPICAL)
+def test_typical_records_stay_under_100_lines(catalog, answers, current):
+    text = record(catalog, answers, current=current)
+    assert len(text.splitlines()) <= 100, len(text.splitlines())
+
+
+@pytest.mark.parametrize("answers,current", TYPICAL)
+def test_records_never_cite_internal_documents(catalog, answers, current):
+    text = record(catalog, answers, current=current, context="Nightly sync killed by the deploy.")
+    assert not re.search(r"\bseeds?\b|§|shared/", text, re.I), re.search(r".{40}(\bseeds?\b|§|shared/).{40}", text, re.I)
+
+
+@pytest.mark.parametrize("answers,current", TYPICAL)
+def test_no_list_is_repeated(catalog, answers, current):
+    lines = [ln.strip() for ln in record(catalog, answers, current=current).splitlines() if len(ln.strip()) > 30]
+    assert len(lines) == len(set(lines))
+
+
+def test_pitfall_fixes_are_worded_for_the_strategy(catalog):
+    """No `processed_offset` advice for an event-sourced ledger."""
+    text = record(catalog, LEDGER, current=CurrentDesign("event-sourcing-idempotent"))
+    assert "processed_offset" not in text
+
+
+def test_unknown_current_strategy_is_rejected(catalog):
+    with pytest.raises(AnswersError, match="checkpoint"):
+        review(BATCH, catalog, current="saga")
 
 
 def test_write_text_safely(tmp_path):
