@@ -239,3 +239,32 @@ def test_a_control_needs_its_why(catalog_copy):
     path.write_text(yaml.safe_dump(data, sort_keys=False))
     with pytest.raises(CatalogError, match=r"controls\[0\]\.why: is required"):
         load_catalog(catalog_copy)
+
+
+# --- docs kept true ---------------------------------------------------------------------------------
+
+GUIDE = Path(__file__).resolve().parents[1] / "docs" / "user-guide.md"
+
+
+def test_the_user_guides_answers_file_example_loads(catalog, tmp_path):
+    import re
+
+    blocks = re.findall(r"```yaml\n(# job\.yml.*?)```", GUIDE.read_text(), re.S)
+    assert len(blocks) == 2, "the user guide shows job.yml and its review continuation"
+    path = tmp_path / "job.yml"
+    path.write_text("".join(blocks))
+    given = load_review_file(path, catalog)
+    assert given.context and given.current is not None and given.current.status("optimistic-progress-update") == "no"
+
+
+def test_every_review_flag_is_in_the_user_guide():
+    from advisor.cli import build_parser
+
+    parser = build_parser()
+    sub = next(a for a in parser._actions if a.dest == "command")
+    review = sub.choices["review"]
+    guide = GUIDE.read_text().split("## `advisor review`", 1)[1].split("\n## ", 1)[0]
+    for action in review._actions:
+        for flag in action.option_strings:
+            if flag.startswith("--") and flag != "--help":
+                assert f"`{flag}" in guide, flag
