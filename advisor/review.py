@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from advisor.answers import CurrentDesign
-from advisor.catalog import Catalog, Control, Pitfall, Strategy
+from advisor.catalog import Catalog, Control, Pitfall, Strategy, condition_holds
 from advisor.engine import Ranked, Recommendation, recommend
 from advisor.errors import AdvisorError, AnswersError, OutputExistsError
 
@@ -80,7 +80,7 @@ class Review:
     verification: tuple[str, ...]
     to_build: tuple[Control, ...]  # the target's controls not yet in place (no current: all that apply)
     replaced: tuple[Control, ...] = ()  # unknown controls the migration replaces: not worth checking
-    open_questions: tuple[str, ...] = ()  # unanswered questions some findings depend on
+    undecided: tuple[Control, ...] = ()  # unknown controls that matter only for some answers not given yet
 
     @property
     def missing(self) -> tuple[Finding, ...]:
@@ -123,8 +123,13 @@ def judge_current(rec: Recommendation, current: str) -> Verdict:
     else:
         summary = f"{name} does not fit: it ranks {rank} of {len(ids)}, {gap:g} points behind {top}."
     # Only what the answers hold against it: never the winner's strengths reworded, never its
-    # pitfalls in general (the findings cover the controls that guard against them).
-    risks = tuple(dict.fromkeys(ruled_out + tuple(ranked.against)))
+    # pitfalls in general (the findings cover the controls that guard against them). An answer
+    # that rules it out is said once, by the rule.
+    decided = {q for rule in ranked.strategy.rules if condition_holds(rule.when, rec.answers) for q in rule.when}
+    against = tuple(
+        r.text for r in sorted(ranked.reasons, key=lambda r: r.weight) if r.weight < 0 and r.question not in decided
+    )
+    risks = tuple(dict.fromkeys(ruled_out + against))
     return Verdict(current, fits, rank, summary, risks)
 
 
@@ -139,8 +144,8 @@ def _condition_words(control: Control, answers: Mapping[str, str], catalog: Cata
 
 def _findings(
     design: CurrentDesign, target: Strategy, answers: Mapping[str, str], catalog: Catalog
-) -> tuple[tuple[Finding, ...], tuple[Control, ...], tuple[Control, ...], tuple[Control, ...], tuple[str, ...]]:
-    """(findings, in place, not needed, replaced, open questions) — missing first, then unknown.
+) -> tuple[tuple[Finding, ...], tuple[Control, ...], tuple[Control, ...], tuple[Control, ...], tuple[Control, ...]]:
+    """(findings, in place, not needed, replaced, undecided) — missing first, then unknown.
 
     When the decision replaces the current strategy, an unknown control the new one does not have
     is not worth checking: it is listed apart (``replaced``), without why / check / fix."""
@@ -149,15 +154,32 @@ def _findings(
     not_needed = tuple(c for c in strategy.controls if not c.applies(answers))
     keeps = {c.id for c in target.controls} if target.id != strategy.id else {c.id for c in applying}
     missing = [c for c in applying if design.status(c.id) == "no"]
-    unknown = [c for c in applying if design.status(c.id) == "unknown" and c.id in keeps]
-    replaced = tuple(c for c in applying if design.status(c.id) == "unknown" and c.id not in keeps)
+    unknown = [c for c in applying if design.status(c.id) == "unknown"]
+    migrating = target.id != strategy.id
+    # Migrating: an unknown control that matters only for answers not given yet is rebuilt with
+    # the new design (it is on its checklist), so it is named with the replaced ones.
+    replaced = tuple(
+        c for c in unknown if c.id not in keeps or (migrating and _depends_on_unanswered(c, answers))
+    )
+    undecided = tuple(c for c in unknown if c not in replaced and _depends_on_unanswered(c, answers))
+    unknown = [c for c in unknown if c not in replaced and c not in undecided]
     findings = tuple(
         Finding(i, c.worded(answers), design.status(c.id), _condition_words(c, answers, catalog))
         for i, c in enumerate(missing + unknown, 1)
     )
     in_place = tuple(c for c in applying if design.status(c.id) == "yes")
-    open_q = tuple(dict.fromkeys(q for c in missing + unknown for q in c.applies_when if q not in answers))
-    return findings, in_place, not_needed, replaced, open_q
+    return findings, in_place, not_needed, replaced, undecided
+
+
+def _depends_on_unanswered(control: Control, answers: Mapping[str, str]) -> bool:
+    return any(q not in answers for q in control.applies_when)
+
+
+def _unanswered_conditions(control: Control, answers: Mapping[str, str]) -> str:
+    """"`outputs` is `outside_store`" for the conditions of a control not answered yet."""
+    return " and ".join(
+        f"`{q}` is " + " or ".join(f"`{v}`" for v in values) for q, values in control.applies_when.items() if q not in answers
+    )
 
 
 def _numbers(findings: Sequence[Finding]) -> str:
@@ -216,15 +238,22 @@ def _migration(
     carry = [f for f in missing if f.control.id in target_ids]
     drop = [f for f in findings if f.control.id not in target_ids]
     kept = [c for c in in_place if c.id in target_ids]
-    to_build = tuple(c for c in target_controls if c.id not in {k.id for k in kept})
+    checked = [f for f in unknown if f.control.id in target_ids]
+    described = {k.id for k in kept} | {f.control.id for f in findings}
+    to_build = tuple(c for c in target_controls if c.id not in described)
     steps = []
     if carry:
         steps.append(f"While {current.name} still runs, close {_numbers(carry)} ({_ids([f.control for f in carry])}): {target.name} needs the same control, so the work carries over.")
+    if checked:
+        steps.append(f"Run the checks of {_numbers(checked)}: {target.name} needs those controls too; fix each one that turns out missing.")
     if drop:
-        steps.append(f"Don't invest in {_numbers(drop)}: {target.name} replaces that part of the design.")
+        steps.append(
+            f"{_numbers(drop).capitalize()} ({_ids([f.control for f in drop])}) disappears with {target.name};"
+            " patch it in the current design only if the switch is weeks away."
+        )
     steps.append(f"Add the recovery point: {_where(rec, target)}")
     if to_build:
-        steps.append(f"Build {target.name}'s essential controls (listed below the steps), one at a time, each with its check.")
+        steps.append(f"Build the essential controls of {target.name} (listed below the steps), one at a time, each with its check.")
     if target.adopt:
         steps.append(f"Switch over: {target.adopt}")
     steps.append(f"Stop the {current.name} workers with SIGTERM at a safe point, start the new ones, and retire the old path once the verification plan passes.")
@@ -261,10 +290,19 @@ def _verification(
     catalog: Catalog,
 ) -> tuple[str, ...]:
     steps = []
+    claims = (
+        f"controls marked in place ({_ids(in_place)}) are claims until their checks pass too"
+        f" (`advisor explain {target.id}` lists every check)"
+        if in_place
+        else ""
+    )
     if findings:
-        steps.append(f"Close {_numbers(findings)}: each is closed when its check passes, not when the fix is merged.")
-    if in_place:
-        steps.append(f"Controls marked in place ({_ids(in_place)}) are claims until their checks pass: run them once (`advisor explain {target.id}` lists every check).")
+        steps.append(
+            f"Close {_numbers(findings)}: each is closed when its check passes, not when the fix is merged"
+            + (f"; {claims}." if claims else ".")
+        )
+    elif claims:
+        steps.append(claims[0].upper() + claims[1:] + ".")
     windows = list(dict.fromkeys(text for qid, values, text in KILL_WINDOWS if answers.get(qid) in values))
     aim = "; ".join(windows) if windows else "at random moments while work is in flight"
     flags = f"--records {DRILL_RECORDS} --kills {DRILL_KILLS} --json"
@@ -321,7 +359,7 @@ def review(
         target = rec.ranked(design.strategy)  # a fitting category is kept: fix it, don't replace it
     else:
         target = rec.top
-    findings, in_place, not_needed, replaced, open_q = (
+    findings, in_place, not_needed, replaced, undecided = (
         _findings(design, target.strategy, rec.answers, catalog) if design else ((), (), (), (), ())
     )
     steps, keep, to_build = _migration(target.strategy, design, findings, in_place, rec.answers, rec, catalog)
@@ -333,7 +371,7 @@ def review(
         still, in_place_kept = findings, in_place
     plan = _verification(target.strategy, rec.answers, still, in_place_kept, to_build, catalog)
     return Review(
-        rec, target, design, context, findings, in_place, not_needed, verdict, steps, keep, plan, to_build, replaced, open_q
+        rec, target, design, context, findings, in_place, not_needed, verdict, steps, keep, plan, to_build, replaced, undecided
     )
 
 
@@ -362,7 +400,7 @@ def _fit_heading(r: Review) -> list[str]:
     if not v.fits:
         out = [f"**Does not fit.** {v.summary}"]
         if v.risks:
-            out += ["", "What it risks with these answers:", ""] + [f"- {_clean(x)}" for x in v.risks]
+            out += ["", "What it risks with these answers:"] + [f"- {_clean(x)}" for x in v.risks]
         else:
             out += ["", f"Nothing in these answers counts against it; {r.rec.top.strategy.name} simply fits them better."]
         return out
@@ -379,9 +417,8 @@ def _fit_heading(r: Review) -> list[str]:
 def _finding_lines(f: Finding) -> list[str]:
     c = f.control
     label = "Missing" if f.status == "no" else "Unknown"
-    out = [f"{f.number}. **{label}: {c.question}** (`{c.id}`)"]
-    if f.here:
-        out.append(f"   - Here: {'; '.join(f.here)}.")
+    here = f" Here: {'; '.join(f.here)}." if f.here else ""
+    out = [f"{f.number}. **{label}: {c.question}** (`{c.id}`){here}"]
     out += [f"   - Why: {c.why}", f"   - Check: {c.how_to_check}"]
     out.append(f"   - Fix: {c.fix}" + (f" See {c.reference}" if c.reference else ""))
     return out
@@ -438,18 +475,23 @@ def render(r: Review, catalog: Catalog, *, title: str = "the long-running job", 
     if r.current is not None and r.verdict is not None:
         current = catalog.strategy(r.current.strategy)
         out += ["", "## Findings", ""]
-        counts = f"{len(r.missing)} missing, {len(r.unknown) + len(r.replaced)} unknown, {len(r.in_place)} in place"
-        out.append(f"{current.name}'s essential controls for these answers: {counts}.")
+        unknown = len(r.unknown) + len(r.replaced) + len(r.undecided)
+        counts = f"{len(r.missing)} missing, {unknown} unknown, {len(r.in_place)} in place"
+        out.append(f"Essential controls of {current.name} for these answers: {counts}.")
         if r.findings:
             out.append("")
             for f in r.findings:
                 out += _finding_lines(f)
         rest = ([f"In place: {_ids(r.in_place)}."] if r.in_place else []) + (
-            [f"Unknown, but replaced by the migration below: {_ids(r.replaced)}."] if r.replaced else []
+            [f"Unknown, but replaced or rebuilt by the migration below: {_ids(r.replaced)}."] if r.replaced else []
         ) + ([f"Not needed with these answers: {_ids(r.not_needed)}."] if r.not_needed else [])
-        if r.open_questions:
-            asked = ", ".join(f"`{q}`" for q in r.open_questions)
-            rest.append(f"Some findings hold only for some answers to {asked}: answering narrows the list.")
+        if r.undecided:
+            rest.append(
+                "Unknown, and needed only if: "
+                + "; ".join(f"{_unanswered_conditions(c, r.rec.answers)} (`{c.id}`)" for c in r.undecided)
+                + " — answer those questions, or check these too (`advisor explain "
+                + r.current.strategy + "`)."
+            )
         if rest:
             out += ["", " ".join(rest)]
         out += ["", "### Does the category fit?", ""] + _fit_heading(r)
@@ -459,9 +501,11 @@ def render(r: Review, catalog: Catalog, *, title: str = "the long-running job", 
     if r.keep:
         out += ["", "Keep: " + "; ".join(r.keep) + "."]
     if r.to_build:
-        out += ["", f"Essential controls of {s.name} to put in place:", ""]
+        out += ["", f"Essential controls of {s.name} to put in place:"]
         out += [
-            f"- [ ] **{c.question}** (`{c.id}`) {c.fix}" + (f" See {c.reference}" if c.reference else "")
+            f"- [ ] **{c.question}** (`{c.id}`) {c.fix}"
+            + (f" See {c.reference}" if c.reference else "")
+            + (f" *Only if* {_unanswered_conditions(c, rec.answers)}." if _depends_on_unanswered(c, rec.answers) else "")
             for c in r.to_build
         ]
 
@@ -480,12 +524,20 @@ def render(r: Review, catalog: Catalog, *, title: str = "the long-running job", 
     out.append(_answers_line(r, catalog))
 
     out += ["", "## Decision drivers", ""]
-    drivers = [_clean(b) for b in r.target.because[:5]]
+    drivers = [_clean(b) for b in r.target.because[:4]]
     out += [f"- {d}" for d in drivers] or ["- No answer favours any strategy yet; the simplest sound default applies."]
     out += [f"- Conflicting answers: {_clean(w.message)}" for w in rec.warnings]
 
     out += ["", "## Considered options", ""]
-    out += [_option_line(i, ranked, r) for i, ranked in enumerate(rec.ranking, 1)]
+    current_id = r.current.strategy if r.current else None
+    ruled = [x for x in rec.ranking if x.ruled_out and x.strategy.id not in (r.target.strategy.id, current_id)]
+    ruled = ruled if len(ruled) > 1 else []  # one line each unless several can share one
+    listed = [x for x in rec.ranking if x not in ruled]
+    out += [_option_line(i, ranked, r) for i, ranked in enumerate(listed, 1)]
+    if ruled:
+        out += ["", "Ruled out by these answers: " + " ".join(
+            f"**{x.strategy.name}** (`{x.strategy.id}`): {_clean(x.ruled_out[0])}" for x in ruled
+        )]  # fmt: skip
 
     out += ["", "## Decision outcome", ""]
     if r.target is rec.top:

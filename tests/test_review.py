@@ -124,8 +124,20 @@ def test_findings_are_worded_for_the_answers(catalog):
     assert "can arrive twice" in finding.control.why  # the inbound_duplicates=possible case
     assert any("inbound_duplicates=possible" in h for h in finding.here)
     plain = review({**WEBHOOK, "external_effects": "plain_api"}, catalog, current=CurrentDesign("idempotent-retry"))
-    check = next(f for f in plain.findings if f.control.id == "check-before-call")
+    check = next(f for f in plain.findings if f.control.id == "intent-before-call")
     assert "can't be asked" in check.control.fix  # no "ask the service by key" for SMTP
+
+
+def test_unknown_controls_that_hang_on_unanswered_questions_are_named_not_expanded(catalog):
+    """`outputs` unanswered: the atomic-publication control is named in one line with its condition,
+    unless the team said it is missing — then it is a full finding."""
+    r = review(BATCH, catalog, current=CurrentDesign("checkpoint"))
+    assert "partial-output-published-atomically" in {c.id for c in r.undecided}
+    assert "partial-output-published-atomically" not in {f.control.id for f in r.findings}
+    text = record(catalog, current=CurrentDesign("checkpoint"))
+    assert "`outputs` is `outside_store` (`partial-output-published-atomically`)" in section(text, "## Findings")
+    said = review(BATCH, catalog, current=CurrentDesign("checkpoint", {"partial-output-published-atomically": "no"}))
+    assert said.findings[0].control.id == "partial-output-published-atomically"
 
 
 def test_controls_that_do_not_apply_are_not_findings(catalog):
@@ -194,7 +206,7 @@ def test_migration_keeps_the_controls_that_carry_over(catalog):
     keep = " ".join(r.keep)
     assert "`stale-tasks-reclaimed`" in keep and "`sigterm-within-grace`" in keep
     assert "stale-tasks-reclaimed" not in {c.id for c in r.to_build}
-    assert any("Don't invest in" in step for step in r.migration)  # guarded-transitions is replaced
+    assert any("disappears with" in step and "guarded-transitions" in step for step in r.migration)
 
 
 # --- verification plan -------------------------------------------------------------------------

@@ -214,7 +214,7 @@ def _break(catalog_copy: Path, old: str, new: str) -> None:
 @pytest.mark.parametrize(
     "old,new,key,reason",
     [
-        ("  - id: stale-tasks-reclaimed\n", "  - id: sigterm-within-grace\n", "controls[7].id", "duplicate control id"),
+        ("  - id: stale-tasks-reclaimed\n", "  - id: intent-before-call\n", "controls[4].id", "duplicate control id"),
         ("  - id: stale-tasks-reclaimed\n", "  - id: Stale Tasks\n", "controls[4].id", "not a control id"),
         ("    reference: https://www.postgresql.org", "    reference: www.postgresql.org", "controls[3].reference",
          "public URL"),
