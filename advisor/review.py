@@ -298,7 +298,8 @@ def _verification(
     )
     if findings:
         steps.append(
-            f"Close {_numbers(findings)}: each is closed when its check passes, not when the fix is merged"
+            f"Close {_numbers(findings)}: {'each' if len(findings) > 1 else 'it'} is closed when its check passes,"
+            " not when the fix is merged"
             + (f"; {claims}." if claims else ".")
         )
     elif claims:
@@ -326,13 +327,17 @@ def _verification(
         f"Drill the real job the same way, with kills aimed at these moments: {aim} (a sleep or a breakpoint"
         " there makes the window reproducible). After every kill nothing may be missing or applied twice."
     )
+    on_reference = " (`drill --sigterm` on the generated reference)" if target.id in _generated() else ""
     if answers.get("unit_vs_notice") == "longer_than_notice":
         steps.append(
-            "Send SIGTERM in the middle of a unit (the generated reference: `drill --sigterm`): the unit's progress must"
-            " be saved within the notice (Kubernetes' grace period, 30 s by default; the 2-minute spot notice)."
+            f"Send SIGTERM in the middle of a unit{on_reference}: the unit's progress must be saved within the"
+            " notice (Kubernetes' grace period, 30 s by default; the 2-minute spot notice)."
         )
     else:
-        steps.append("Send SIGTERM instead of SIGKILL (`drill --sigterm` on the reference): every stop exits 0 within the grace period after recording progress.")
+        steps.append(
+            f"Send SIGTERM instead of SIGKILL{on_reference}: every stop records its progress and exits 0 within the"
+            " grace period."
+        )
     proofs = [c for c in to_build if "SELECT" in c.how_to_check] + [f.control for f in findings if "SELECT" in f.control.how_to_check]
     if proofs:
         steps.append(f"In production, after each incident and each drill, the queries in the checks of {_ids(proofs)} return no rows.")

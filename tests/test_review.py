@@ -231,6 +231,7 @@ def test_no_command_the_advisor_would_refuse(catalog):
     assert "stream-checkpoint" not in generated_strategies()
     assert "advisor generate stream-checkpoint" not in text
     assert "No generated reference exists" in text
+    assert "drill --sigterm" not in text and "python -m continuity_job" not in text
     for command in re.findall(r"`advisor generate (\S+) ", text + record(catalog)):
         assert command in generated_strategies()
 
