@@ -34,6 +34,7 @@ bench: setup
 
 docs: setup
 	$(BIN)/python -m advisor.catalog_docs --write docs/catalog.md
+	$(BIN)/python -m advisor.decision_docs --write docs/decision-model.md
 
 typecheck: setup
 	$(BIN)/python -m mypy

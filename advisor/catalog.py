@@ -116,6 +116,10 @@ class Rule:
     when: Condition
     say: str  # the reason, as a sentence a user reads
     reference: str | None = None  # a public URL backing the reason
+    # Only matters when every strategy is ruled out (contradicting answers): the one whose fired
+    # rules weigh least ranks first. An answer about the environment (no store yet) weighs less
+    # than one about the work itself (its shape), which no design can change.
+    severity: float = 1.0
 
 
 @dataclass(frozen=True)
@@ -461,8 +465,8 @@ def _avoid_when(r: _Reader, questions: Mapping[str, Question]) -> tuple[tuple[st
             texts.append(raw.strip())
             continue
         a = _Reader(r.path, raw, f"avoid_when[{i}]")
-        a.only("say", "when", "reference")
-        rule = Rule(_when(a, questions), a.text("say"), _optional_url(a, "reference"))
+        a.only("say", "when", "reference", "severity")
+        rule = Rule(_when(a, questions), a.text("say"), _optional_url(a, "reference"), a.number("severity", 1.0))
         texts.append(rule.say)
         rules.append(rule)
     return tuple(texts), tuple(rules)

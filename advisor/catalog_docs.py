@@ -10,19 +10,49 @@ import argparse
 import sys
 from pathlib import Path
 
-from advisor.catalog import Catalog, load_catalog
+from advisor.catalog import Catalog, Condition, Strategy, load_catalog
 
 HEADER = "<!-- Generated from strategies/*.yaml by `make docs`; do not edit by hand. -->"
+
+
+def when(cond: Condition) -> str:
+    """``{q: (a, b)}`` → "`q` is `a` or `b`" joined by "and"."""
+    return " and ".join(f"`{q}` is " + " or ".join(f"`{v}`" for v in values) for q, values in cond.items())
+
+
+def controls_section(s: Strategy) -> list[str]:
+    """The essential controls a design review asks about (``advisor review --control ID=...``)."""
+    if not s.controls:
+        return []
+    out = ["", "**Essential controls** (what `advisor review --current` asks a team that runs it)", ""]
+    for c in s.controls:
+        cond = f" *Applies when* {when(c.applies_when)}." if c.applies_when else ""
+        ref = f" See {c.reference}" if c.reference else ""
+        cases = f" *Worded for the case when* {'; or '.join(when(k.when) for k in c.cases)}." if c.cases else ""
+        out.append(f"- `{c.id}` — **{c.question}**{cond} *Why:* {c.why} *Check:* {c.how_to_check} *Fix:* {c.fix}{ref}{cases}")
+    return out
 
 
 def render(catalog: Catalog) -> str:
     out = [HEADER, "", "# The strategy catalog", ""]
     out += ["| id | strategy | recovery granularity |", "|---|---|---|"]
     out += [f"| `{s.id}` | {s.name} | {s.granularity} |" for s in catalog.strategies]
-    out += ["", "## The seed's scenario table", "", "| scenario | strategy | why | typical answers |", "|---|---|---|---|"]
+    out += ["", "## Typical cases", "", "| scenario | strategy | why | typical answers |", "|---|---|---|---|"]
     for row in catalog.scenarios:
         answers = ", ".join(f"`{q}={v}`" for q, v in row.answers.items())
         out.append(f"| {row.scenario} | `{row.strategy}` | {row.why} | {answers} |")
+    out += [
+        "", "## How the decision is made", "",
+        "Each strategy's `avoid_when` entries that carry a condition **rule it out** when the condition",
+        "holds: a ruled-out strategy ranks below every allowed one, whatever its points. Among the",
+        "allowed strategies the score is the prior plus each answer's weight; ties go to the simpler",
+        f"strategy. A lead under **{catalog.close_call_margin:g} points** is a close call, flagged with the",
+        "unanswered question that would settle it. See [decision-model.md](decision-model.md).",
+        "", "## Conflicting answers", "", "| when | message | revisit |", "|---|---|---|",
+    ]  # fmt: skip
+    out += [
+        f"| {when(c.when)} | {c.message} | {', '.join(f'`{q}`' for q in c.revisit)} |" for c in catalog.conflicts
+    ]
     out += ["", "## Questions", ""]
     for q in catalog.questions:
         out += [f"### `{q.id}` — {q.asks}", "", q.help, ""]
@@ -40,13 +70,25 @@ def render(catalog: Catalog) -> str:
         for title, items in (("Use it when", s.when_to_use), ("Avoid it when", s.avoid_when),
                              ("Pros", s.pros), ("Cons", s.cons), ("Costs", s.costs)):  # fmt: skip
             out += [f"**{title}**", ""] + [f"- {i}" for i in items] + [""]
+        if s.rules:
+            out += ["**Ruled out when**", ""] + [f"- {when(r.when)}: {r.say}" for r in s.rules] + [""]
+        if s.recipes:
+            out += ["**The recipe for particular answers** (the first case that holds sets each part)", ""]
+            for case in s.recipes:
+                parts = [f"*{name}:* {text}" for name, text in
+                         (("where", case.where), ("how often", case.how_often), ("duplicates", case.duplicates)) if text]
+                parts += [f"*step:* {step}" for step in case.steps]
+                out.append(f"- when {when(case.when)} — " + " ".join(parts))  # fmt: skip
+            out.append("")
         out += ["**Pitfalls**", ""]
         for p in s.pitfalls:
-            out.append(f"- **{p.title}** (seed {p.seed}). {p.problem} *Fix:* {p.fix}")
+            out.append(f"- **{p.title}** {p.problem} *Fix:* {p.fix}")
+            out += [f"  - when {when(c.when)}: {c.fix}" for c in p.fix_cases]
         out += ["", "**How answers move its score**", "", "| answer | weight | why |", "|---|---|---|"]
         out += [f"| `{f.question}={f.value}` | {f.score:+g} | {f.why} |" for f in s.fits]
         if s.prior:
             out.append(f"| (prior) | {s.prior:+g} | {s.prior_why} |")
+        out += controls_section(s)
         out += ["", "**References**", ""] + [f"- {r}" for r in s.references]
         out += ["", f"Generate it: `advisor generate {s.template} ./my-job`", ""]
     return "\n".join(out)

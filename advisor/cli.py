@@ -49,7 +49,27 @@ def _wrap(text: str, indent: str = "    ") -> str:
     return textwrap.fill(text, width=100, initial_indent=indent, subsequent_indent=indent)
 
 
+def _bullet(text: str, indent: str = "  ", mark: str = "- ") -> str:
+    """A list item whose continuation lines align under its text."""
+    return textwrap.fill(text, width=100, initial_indent=indent + mark, subsequent_indent=indent + " " * len(mark))
+
+
 # --- commands ------------------------------------------------------------------------
+
+
+def _label(catalog: Catalog, question: str, value: str) -> str:
+    from advisor.engine import short_label
+
+    label = short_label(catalog.question(question), value)
+    plain = label.lower() in {value.replace("_", " "), "yes", "no"} or len(label) < 4
+    return f"{question} = {value}" if plain else f"{question} = {value} ({label})"
+
+
+def _generatable(strategy_id: str) -> bool:
+    """Whether `advisor generate` accepts the strategy (text mode only: keeps --json light)."""
+    from advisor.scaffold import generated_strategies
+
+    return strategy_id in generated_strategies()
 
 
 def cmd_recommend(args: argparse.Namespace) -> int:
@@ -57,33 +77,79 @@ def cmd_recommend(args: argparse.Namespace) -> int:
 
     catalog = _catalog()
     rec = recommend(_answers(args, catalog), catalog)
+    failed = EXIT_USAGE if args.strict and rec.warnings else 0
     if args.json:
         _print_json(rec.to_json())
-        return 0
-    top = rec.top
-    print(f"Recommended: {top.strategy.name} ({top.strategy.id}), score {top.score:g}")
+        return failed
+    top, close = rec.top, rec.close_call
+    name = f"{top.strategy.name} ({top.strategy.id})"
+    if close is None:
+        print(f"Recommended: {name}, score {top.score:g}")
+    else:
+        other = catalog.strategy(close.runner_up)
+        lead = "ties with" if close.margin == 0 else f"leads by {close.margin:g} point{'s' * (close.margin != 1)} over"
+        print(f"Close call: {name}, score {top.score:g}, {lead} {other.name} ({other.id})")
     print(_wrap(top.strategy.summary, "  "))
     for line in top.because:
-        print(f"  because {line}")
+        print(_bullet(line, "  ", "+ "))
+    for line in top.against:
+        print(_bullet(f"against: {line}", "  ", "- "))
+    for line in top.ruled_out:
+        print(_bullet(f"ruled out: {line}", "  ", "! "))
+
+    if rec.warnings:
+        print("\nConflicting answers (check these first; --strict exits 2):")
+        for w in rec.warnings:
+            print(_bullet(w.message))
+            print(f"    revisit: {', '.join(w.revisit)}" + (f"  ({w.reference})" if w.reference else ""))
+    if close is not None:
+        print(f"\nClose call (a lead under {close.threshold:g} points). What would settle it:")
+        if not close.settle:
+            print("  - no single answer settles it: weigh the two against each other (advisor explain ID)")
+        for s in close.settle[:8]:
+            verb = "revisit" if s.answered else "answer"
+            outcome = (f"{catalog.strategy(s.would_pick).name} instead" if s.would_pick != top.strategy.id
+                       else f"{top.strategy.name}, clearly")  # fmt: skip
+            print(_bullet(f"{verb} {_label(catalog, s.question, s.value)} → {outcome}"))
+        if len(close.settle) > 8:
+            print(f"  … and {len(close.settle) - 8} more (--json lists them all)")
+
+    if rec.recipe is not None:
+        print("\nThe recovery point, for your answers:")
+        print(_bullet(f"Q1 where: {rec.recipe.where}", "  ", ""))
+        print(_bullet(f"Q2 how often: {rec.recipe.how_often}", "  ", ""))
+        print(_bullet(f"Q3 duplicates and omissions: {rec.recipe.duplicates}", "  ", ""))
+        for step in rec.recipe.steps:
+            print(_bullet(step))
+    if rec.scenario or rec.notes:
+        print()
     if rec.scenario:
-        print(f"  seed scenario: {rec.scenario.scenario} → {rec.scenario.why}")
+        print(_wrap(f"Typical case: {rec.scenario.scenario} → {rec.scenario.why}", "  "))
     for note in rec.notes:
-        print(_wrap(f"note: {note}", "  "))
+        print(_wrap(f"Note: {note}", "  "))
+
     print("\nRanking:")
     for i, r in enumerate(rec.ranking, 1):
-        print(f"  {i}. {r.strategy.id:<27} {r.score:>5g}  {r.strategy.name}")
+        flag = "  (ruled out)" if r.ruled_out else ""
+        print(f"  {i}. {r.strategy.id:<27} {r.score:>5g}  {r.strategy.name}{flag}")
     print("\nWhy not the others:")
     for sid, reasons in rec.why_not.items():
-        print(f"  {sid}: {'; '.join(reasons)}")
+        print(f"  {sid}:")
+        for reason in reasons:
+            print(_bullet(reason, "    "))
     print("\nPitfalls to check:")
     for p in rec.pitfalls:
-        print(f"  - {p.title} → {p.fix}")
+        print(_bullet(f"{p.title} → {rec.fix(p)}"))
     if rec.swings:
         print("\nUnanswered questions that would change the pick:")
-        for s in rec.swings:
-            print(f"  - {s.question}={s.value} → {s.would_pick}")
-    print(f"\nNext: advisor generate {top.strategy.id} ./my-job   (or: advisor explain {top.strategy.id})")
-    return 0
+        for sw in rec.swings:
+            print(f"  - {_label(catalog, sw.question, sw.value)} → {sw.would_pick}")
+    sid = top.strategy.id
+    if _generatable(top.strategy.template):
+        print(f"\nNext: advisor generate {top.strategy.template} ./my-job   (or: advisor explain {sid})")
+    else:
+        print(f"\nNext: advisor explain {sid}   ({top.strategy.name} is not generated by the template yet)")
+    return failed
 
 
 def cmd_questions(args: argparse.Namespace) -> int:
@@ -101,7 +167,8 @@ def cmd_questions(args: argparse.Namespace) -> int:
         print(f"  {q.asks}")
         print(_wrap(q.help, "  "))
         for c in q.choices:
-            print(f"    {c.id:<16} {c.label}")
+            print(f"    {c.id:<22} {c.label}")
+            print(_wrap(c.help, " " * 27))
         print()
     return 0
 
@@ -130,8 +197,7 @@ def cmd_explain(args: argparse.Namespace) -> int:
             "id": s.id, "name": s.name, "granularity": s.granularity, "summary": s.summary,
             "recovery_point": vars(s.recovery_point), "when_to_use": s.when_to_use,
             "avoid_when": s.avoid_when, "pros": s.pros, "cons": s.cons, "costs": s.costs,
-            "pitfalls": [{"id": p.id, "title": p.title, "problem": p.problem, "fix": p.fix, "seed": p.seed}
-                         for p in s.pitfalls],
+            "pitfalls": [{"id": p.id, "title": p.title, "problem": p.problem, "fix": p.fix} for p in s.pitfalls],
             "references": s.references, "template": s.template,
             "controls": [{"id": c.id, "question": c.question, "why": c.why, "how_to_check": c.how_to_check,
                           "fix": c.fix, "applies_when": {q: list(v) for q, v in c.applies_when.items()},
@@ -151,7 +217,7 @@ def cmd_explain(args: argparse.Namespace) -> int:
             print(f"  - {item}")
     print("\nPitfalls:")
     for p in s.pitfalls:
-        print(f"  - {p.title} (seed {p.seed})")
+        print(f"  - {p.title}")
         print(_wrap(f"problem: {p.problem}", "      "))
         print(_wrap(f"fix: {p.fix}", "      "))
     if s.controls:
@@ -286,6 +352,7 @@ def build_parser() -> argparse.ArgumentParser:
             "advisor recommend --answers job.yml --json")  # fmt: skip
     _answer_flags(p)
     p.add_argument("--json", action="store_true", help="machine-readable output")
+    p.add_argument("--strict", action="store_true", help="exit 2 when answers conflict (after printing the output)")
 
     p = add("questions", cmd_questions, "list the questions, their values and help",
             "advisor questions > answers-help.txt")  # fmt: skip

@@ -233,13 +233,15 @@ class DecisionModel:
         return tuple(_sentence(r.say) for r in strategy.rules if condition_holds(r.when, answers))
 
     def rank(self, answers: Mapping[str, str]) -> list[tuple[bool, float, Strategy]]:
-        """(ruled out?, score, strategy), best first."""
-        rows = [
-            (any(condition_holds(r.when, answers) for r in s.rules), self.score(i, answers), s)
-            for i, s in enumerate(self.catalog.strategies)
-        ]
-        rows.sort(key=lambda row: (row[0], -row[1], row[2].order, row[2].id))
-        return rows
+        """(ruled out?, score, strategy), best first: allowed strategies by score, then the
+        ruled-out ones by the weight of the rules against them (then by score)."""
+        rows = []
+        for i, s in enumerate(self.catalog.strategies):
+            against = sum(r.severity for r in s.rules if condition_holds(r.when, answers))
+            fired = any(condition_holds(r.when, answers) for r in s.rules)
+            rows.append((fired, against, self.score(i, answers), s))
+        rows.sort(key=lambda row: (row[0], row[1], -row[2], row[3].order, row[3].id))
+        return [(fired, score, s) for fired, _, score, s in rows]
 
     def pick(self, answers: Mapping[str, str]) -> str:
         return self.rank(answers)[0][2].id
@@ -282,8 +284,11 @@ def _why_not(model: DecisionModel, loser: Ranked, winner: Ranked, answers: Mappi
     """Why ``loser`` ranks below ``winner``: its ruling-out reasons first, then the answers
     where the winner gained most over it, in the loser's or the winner's own words."""
     out = list(loser.ruled_out)
+    decided = {q for r in loser.strategy.rules if condition_holds(r.when, answers) for q in r.when}
     gaps = []
     for question, value in answers.items():
+        if question in decided:  # the ruling-out sentence already says it
+            continue
         lf, wf = loser.strategy.fit(question, value), winner.strategy.fit(question, value)
         lw, ww = (lf.score if lf else 0.0), (wf.score if wf else 0.0)
         if ww > lw:
@@ -352,6 +357,11 @@ def _recipe(strategy: Strategy, answers: Mapping[str, str]) -> Recipe:
         fields.get("where", rp.where), fields.get("how_often", rp.how_often),
         fields.get("duplicates", rp.duplicates), tuple(steps),
     )  # fmt: skip
+
+
+def recipe_for(strategy: Strategy, answers: Mapping[str, str]) -> Recipe:
+    """Any strategy's recovery point worded for these answers (the review and the TUI use it)."""
+    return _recipe(strategy, answers)
 
 
 def recommend(answers: Mapping[str, str], catalog: Catalog) -> Recommendation:

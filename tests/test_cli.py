@@ -38,8 +38,40 @@ def test_recommend_text_names_the_pick_and_reasons(capsys):
     code, out, _ = run(capsys, "recommend", "--set", "work_shape=multi_step_flow")
     assert code == 0
     assert "Recommended: State machine (state-machine)" in out
-    assert "because work_shape=multi_step_flow" in out
+    assert "+ A multi-step flow with dependencies is what a state machine makes visible" in out
     assert "Why not the others" in out and "Pitfalls to check" in out
+    assert "The recovery point, for your answers:" in out and "Q1 where:" in out
+    assert "seed" not in out.lower().replace("seeded", "")
+
+
+def test_recommend_text_shows_the_winners_objections_conflicts_and_close_calls(capsys):
+    # the winner's own "against" lines are in the text, not only in --json
+    code, out, _ = run(capsys, "recommend", "--set", "work_shape=record_batch", "--set", "duration=seconds")
+    assert code == 0 and "- against: A task of seconds gains little from checkpoints" in out
+    # conflicting answers get their own section; --strict turns them into exit 2
+    argv = ["recommend", "--set", "recovery_point_store=nowhere", "--set", "acceptable_loss=nothing"]
+    code, out, _ = run(capsys, *argv)
+    assert code == 0 and "Conflicting answers" in out and "revisit: recovery_point_store, acceptable_loss" in out
+    code, out, _ = run(capsys, *argv, "--strict")
+    assert code == 2 and "Conflicting answers" in out
+    code, out, _ = run(capsys, *argv, "--json", "--strict")
+    assert code == 2 and json.loads(out)["warnings"][0]["id"] == "nowhere-but-keep-progress"
+    # a tie never reads as a plain "Recommended", and it says what would settle it
+    argv = ["recommend", "--set", "recovery_point_store=event_log", "--set", "work_shape=entity_changes",
+            "--set", "external_effects=plain_api"]  # fmt: skip
+    code, out, _ = run(capsys, *argv)
+    assert code == 0 and out.startswith("Close call: ") and "Recommended" not in out.splitlines()[0]
+    assert "What would settle it" in out and "duplicate_cost = unacceptable" in out
+    data = json.loads(run(capsys, *argv, "--json")[1])
+    assert data["close_call"]["settle"] and data["recipe"]["where"]
+
+
+def test_recommend_never_prints_a_next_command_the_advisor_would_refuse(capsys):
+    code, out, _ = run(capsys, "recommend", "--set", "work_shape=unbounded_stream",
+                       "--set", "recovery_point_store=stream_engine")  # fmt: skip
+    assert code == 0 and "stream-checkpoint" in out.splitlines()[0]
+    assert "advisor generate stream-checkpoint" not in out
+    assert "Next: advisor explain stream-checkpoint" in out
 
 
 def test_set_overrides_the_file(capsys, answers_file):
@@ -105,6 +137,7 @@ def test_questions_lists_ids_values_and_help(capsys, catalog):
         assert q.id in out and q.asks in out
         for c in q.choices:
             assert c.id in out
+            assert " ".join(c.help.split()[:4]) in out  # each value's help, not only its label
     code, out, _ = run(capsys, "questions", "--json")
     assert [q["id"] for q in json.loads(out)] == list(catalog.question_ids)
 
