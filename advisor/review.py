@@ -229,7 +229,11 @@ def _migration(
             steps.append(f"Run the checks of {_numbers(unknown)}; fix each one that turns out missing, in that order.")
         if not findings:
             steps.append("Nothing to change: repeat the verification plan after every change to the job's recovery code.")
-        keep = [f"the category — {current.name} fits these answers; no rewrite is needed"]
+        keep = [
+            f"the category — {current.name} fits these answers; no rewrite is needed"
+            if rec.ranked(current.id).allowed and _fits(rec, current.id)
+            else f"the category, by the team's choice — though {current.name} does not fit these answers (see above)"
+        ]
         if in_place:
             keep.append(f"the controls in place: {_ids(in_place)}")
         return tuple(steps), tuple(keep), ()
@@ -261,6 +265,10 @@ def _migration(
     keep_text = [f"the controls that carry over: {_ids(kept)}"] if keep else []
     keep_text.append("the job's own business logic; only how it records progress and calls out changes")
     return tuple(steps), tuple(keep_text), to_build
+
+
+def _fits(rec: Recommendation, strategy_id: str) -> bool:
+    return judge_current(rec, strategy_id).fits
 
 
 def _where(rec: Recommendation, target: Strategy) -> str:

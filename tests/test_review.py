@@ -197,6 +197,12 @@ def test_migration_path_differs_by_current_strategy(catalog):
     assert "Add the recovery point" in paths["idempotent-retry"] and "Switch over:" in paths["idempotent-retry"]
 
 
+def test_choosing_a_current_category_that_does_not_fit_says_so(catalog):
+    text = record(catalog, current=CurrentDesign("idempotent-retry"), chosen="idempotent-retry")
+    assert "**Does not fit.**" in text and "no rewrite is needed" not in text
+    assert "by the team's choice" in section(text, "## Migration path")
+
+
 def test_migration_keeps_the_controls_that_carry_over(catalog):
     """state-machine → checkpoint: a reclaim of stale tasks and SIGTERM handling carry over."""
     current = CurrentDesign("state-machine", {"stale-tasks-reclaimed": "yes", "sigterm-within-grace": "yes",
