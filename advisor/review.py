@@ -346,10 +346,19 @@ def _verification(
             f"Send SIGTERM instead of SIGKILL{on_reference}: every stop records its progress and exits 0 within the"
             " grace period."
         )
-    proofs = [c for c in to_build if "SELECT" in c.how_to_check] + [f.control for f in findings if "SELECT" in f.control.how_to_check]
-    if proofs:
-        steps.append(f"In production, after each incident and each drill, the queries in the checks of {_ids(proofs)} return no rows.")
+    # The queries that prove it: spelled out for controls the record does not print a check for,
+    # referred to by finding number for the others.
+    queries = [(c, q) for c in to_build for q in _SQL.findall(c.how_to_check)[:1]]
+    shown = [f for f in findings if _SQL.search(f.control.how_to_check)]
+    parts = [f"`{q}` (`{c.id}`)" for c, q in queries]
+    if shown:
+        parts.append(f"the queries in the checks of {_numbers(shown)}")
+    if parts:
+        steps.append(f"In production, after each incident and each drill, these return no rows: {'; '.join(parts)}.")
     return tuple(steps)
+
+
+_SQL = re.compile(r"`(SELECT (?:(?!\.\.\.)[^`])+? FROM (?:(?!\.\.\.)[^`])+)`")  # a whole query, no "..." placeholders
 
 
 def review(

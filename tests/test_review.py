@@ -229,6 +229,16 @@ def test_verification_plan_is_specific_to_the_case(catalog):
     assert "--workers" not in single and "in the middle of the task" in single
 
 
+def test_the_queries_that_prove_it_are_spelled_out_for_new_controls(catalog):
+    """Migrating from reruns to a checkpoint: the new controls' proof queries are in the plan;
+    checks already printed as findings are referred to by number."""
+    plan = section(record(catalog, current=CurrentDesign("idempotent-retry")), "## Verification plan")
+    assert "`SELECT call_key, COUNT(*) FROM external_calls GROUP BY call_key HAVING COUNT(*) > 1` (`intent-before-call`)" in plan
+    assert "SELECT ... FOR UPDATE" not in plan  # a how-to, not a proof
+    fitting = section(record(catalog, current=CurrentDesign("checkpoint", {"intent-before-call": "no"})), "## Verification plan")
+    assert "the queries in the checks of findings" in fitting and "SELECT call_key" not in fitting
+
+
 def test_no_command_the_advisor_would_refuse(catalog):
     """stream-checkpoint has no template yet: never print `advisor generate stream-checkpoint`."""
     from advisor.scaffold import generated_strategies
