@@ -200,7 +200,10 @@ def _sentence(text: str) -> str:
 
 def short_label(question: Question, value: str) -> str:
     """A choice's label without its explanation ("Hours or more — …" → "hours or more")."""
-    label = question.choice(value).label.split(" — ")[0].strip()
+    full = question.choice(value).label.strip()
+    label = full.split(" — ")[0].strip()
+    if label.lower().rstrip(",.") in {"yes", "no"}:  # "No — one unit takes longer…" needs its tail
+        label = full
     return label if label[1:2].isupper() else label[0].lower() + label[1:]
 
 
@@ -374,7 +377,11 @@ def recommend(answers: Mapping[str, str], catalog: Catalog) -> Recommendation:
     top = ranking[0]
     why_not = {r.strategy.id: _why_not(model, r, top, answers) for r in ranking[1:]}
     notes = tuple(n.say for r in ranking[:2] for n in r.strategy.notes if n.holds(answers))
-    scenario = next((row for row in catalog.scenarios if row.strategy == top.strategy.id), None)
+    scenario = next(  # the typical case, unless an answer contradicts it
+        (row for row in catalog.scenarios if row.strategy == top.strategy.id
+         and all(answers.get(q) in (None, v) for q, v in row.answers.items())),
+        None,
+    )  # fmt: skip
 
     warnings = [Warning(c.id, c.message, c.revisit, c.reference) for c in model.conflicts(answers)]
     if not top.allowed:  # every strategy is ruled out: the answers contradict each other
