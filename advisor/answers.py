@@ -54,7 +54,8 @@ def validate_answers(raw: Mapping[str, object], catalog: Catalog, *, source: str
     for key, value in raw.items():
         if key not in known:
             raise AnswersError(
-                f"{source}: unknown question {key!r}. Valid questions: {', '.join(known)}."
+                f"{source}: unknown question {key!r}. Valid questions: {', '.join(known)}"
+                f" (an answers file may also hold {' and '.join(REVIEW_KEYS)})."
                 " Run `advisor questions` to see each one with its values."
             )
         if value is None or value == UNKNOWN:
