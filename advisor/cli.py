@@ -167,8 +167,8 @@ def cmd_questions(args: argparse.Namespace) -> int:
         print(f"  {q.asks}")
         print(_wrap(q.help, "  "))
         for c in q.choices:
-            print(f"    {c.id:<22} {c.label}")
-            print(_wrap(c.help, " " * 27))
+            print(f"    {c.id:<23} {c.label}")
+            print(_wrap(c.help, " " * 28))
         print()
     return 0
 
