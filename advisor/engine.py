@@ -418,25 +418,37 @@ def _rule_questions(strategy: Strategy, answers: Mapping[str, str]) -> list[str]
     return [q for r in strategy.rules if condition_holds(r.when, answers) for q in r.when]
 
 
-def open_questions(answers: Mapping[str, str], catalog: Catalog, *, depth: int = 2) -> tuple[str, ...]:
+def open_questions(
+    answers: Mapping[str, str], catalog: Catalog, *, depth: int = 2, recipe: bool = False
+) -> tuple[str, ...]:
     """The unanswered questions whose answer can still change the top pick, in catalog order.
 
     ``depth=1`` tries each unanswered question alone; ``depth=2`` (the default) also tries it
     after any one other unanswered question is answered, so a question that matters only in
     combination is kept. A question not listed cannot change the pick at that depth: a UI may
-    skip it.
+    skip it. With ``recipe=True`` a question that changes the current pick's recipe (where / how
+    often / duplicates / steps) or its pitfall fixes is kept too: it no longer decides the
+    mechanism, but it still shapes how to build it.
     """
     model = DecisionModel(catalog)
     answers = dict(answers)
     unanswered = [q for q in catalog.questions if q.id not in answers]
+    top = catalog.strategy(model.pick(answers))
 
     def matters(q: Question, base: Mapping[str, str]) -> bool:
         picks = {model.pick({**base, q.id: v}) for v in q.values}
         return len(picks | {model.pick(base)}) > 1
 
+    def shapes_recipe(q: Question) -> bool:
+        def worded(a: Mapping[str, str]) -> tuple[object, ...]:
+            return (_recipe(top, a), tuple(p.fix_for(a) for p in top.pitfalls if p.applies(a)))
+
+        base = worded(answers)
+        return any(worded({**answers, q.id: v}) != base for v in q.values)
+
     out = []
     for q in unanswered:
-        if matters(q, answers) or (
+        if matters(q, answers) or (recipe and shapes_recipe(q)) or (
             depth >= 2
             and any(
                 matters(q, {**answers, other.id: v})

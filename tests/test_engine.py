@@ -281,3 +281,15 @@ def test_open_questions_are_those_that_can_still_change_the_pick(catalog):
             continue
         assert all(recommend({**answers, q.id: v}, catalog).top.strategy.id == base for v in q.values), q.id
     assert set(open_questions({}, catalog)) >= {"work_shape", "duration", "audit"}
+
+
+def test_open_questions_can_keep_those_that_still_shape_the_recipe(catalog):
+    from advisor.engine import open_questions
+
+    answers = {"work_shape": "multi_step_flow"}
+    deciding = set(open_questions(answers, catalog))
+    shaping = set(open_questions(answers, catalog, recipe=True))
+    assert deciding <= shaping
+    # the external effects no longer change the mechanism of a flow, but they change how its
+    # duplicates are avoided (look the call up, resend, or park it)
+    assert "external_effects" in shaping
