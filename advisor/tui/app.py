@@ -17,7 +17,8 @@ from advisor.tui.session import Session
 
 
 class AdvisorApp(App[None]):
-    """Welcome → questions → recommendation → generate → try it → export."""
+    """Welcome → questions → recommendation → generate → try it → export; and the review of a
+    current design: current strategy → controls → findings → export."""
 
     CSS_PATH = "advisor.tcss"
     TITLE = "Continuity Advisor"
@@ -75,6 +76,13 @@ class AdvisorApp(App[None]):
             self.screen.refresh_recommendation()
         else:
             self.push_screen(RecommendationScreen())
+
+    def action_review(self) -> None:
+        """Open the "review my current design" walkthrough at its first step."""
+        from advisor.tui.screens.review_current import CurrentStrategyScreen
+
+        if self.session is not None and not isinstance(self.screen, CurrentStrategyScreen):
+            self.push_screen(CurrentStrategyScreen())
 
     def action_generate(self) -> None:
         from advisor.tui.screens.generate import GenerateScreen

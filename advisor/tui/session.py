@@ -1,4 +1,4 @@
-"""What the user has decided so far: answers, the chosen strategy, the generated project.
+"""What the user has decided so far: answers, the chosen strategy, the design under review.
 
 One :class:`Session` lives on the app; screens read and update it. Everything here
 is plain Python (no Textual) so it can be tested without running the app.
@@ -12,8 +12,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from advisor.answers import CurrentDesign
     from advisor.catalog import Catalog, Question
     from advisor.engine import Recommendation
+    from advisor.review import Review
 
 UNKNOWN = "__unknown__"
 """Option id for "I don't know": the question is left out of the answers."""
@@ -31,12 +33,42 @@ class Session:
     drill_options: dict[str, Any] = field(default_factory=dict)
     today: date | None = None
     """The decision record's date (None: today); fixed in the snapshot tests."""
+    show_all: bool = False
+    """Ask every question, even those whose answer can no longer change the pick."""
+    current: CurrentDesign | None = None
+    """The design under review (its strategy and controls), once the review walkthrough set it."""
+    context: str | None = None
+    """The incident or the job in the team's words (the decision record's context)."""
+    _open: dict[frozenset[tuple[str, str]], frozenset[str]] = field(default_factory=dict, repr=False)
 
     def questions(self) -> tuple[Question, ...]:
         """The walkthrough order: the three recovery-point questions, then the traits."""
         qs = self.catalog.questions
         first = tuple(q for q in qs if q.group == "recovery_point")
         return first + tuple(q for q in qs if q.group != "recovery_point")
+
+    def open_questions(self) -> frozenset[str]:
+        """Unanswered questions whose answer can still change the pick (cached per answer set)."""
+        key = frozenset(self.answers.items())
+        if key not in self._open:
+            from advisor.engine import open_questions
+
+            self._open[key] = frozenset(open_questions(self.answers, self.catalog))
+        return self._open[key]
+
+    def asks(self, question_id: str) -> bool:
+        """Does the walkthrough stop at this question? Answered ones and those that still matter do."""
+        return self.show_all or question_id in self.answers or question_id in self.open_questions()
+
+    def next_step(self, index: int, step: int = 1) -> int | None:
+        """The next (``step=-1``: previous) walkthrough index the walkthrough stops at, or None."""
+        questions = self.questions()
+        i = index + step
+        while 0 <= i < len(questions):
+            if self.asks(questions[i].id):
+                return i
+            i += step
+        return None
 
     def answer(self, question_id: str, value: str) -> None:
         if value == UNKNOWN:
@@ -49,6 +81,23 @@ class Session:
 
         return recommend(dict(self.answers), self.catalog)
 
+    def review(self) -> Review:
+        """The review the decision record renders: what `advisor review --answers FILE` computes
+        from the answers file this session exports (``--chosen`` only when the user picked one)."""
+        from advisor.review import review
+
+        return review(dict(self.answers), self.catalog, current=self.current, chosen=self.chosen, context=self.context)
+
+    def decision_record(self, review: Review | None = None) -> str:
+        from advisor.review import render
+
+        return render(review or self.review(), self.catalog, date=self.today)
+
+    def answers_file(self) -> str:
+        from advisor.answers import dump_answers
+
+        return dump_answers(self.answers, self.catalog, context=self.context, current=self.current)
+
     def chosen_id(self, recommendation: Recommendation) -> str:
         ids = [r.strategy.id for r in recommendation.ranking]
         if self.chosen in ids:
@@ -59,6 +108,9 @@ class Session:
         """A path typed by the user, relative to the session's working directory."""
         path = Path(text.strip()).expanduser()
         return path if path.is_absolute() else self.workdir / path
+
+    def question_index(self, question_id: str) -> int:
+        return [q.id for q in self.questions()].index(question_id)
 
     def choice_label(self, question_id: str, value: str) -> str:
         try:

@@ -43,6 +43,7 @@ class DrillScreen(Screen[None]):
         Binding("r", "rerun", "Run again"),
         Binding("s", "toggle_signal", "SIGKILL/SIGTERM"),
         Binding("e", "app.export", "Export"),
+        Binding("q", "quit_asking", "Quit"),
     ]
 
     app: AdvisorApp
@@ -91,7 +92,7 @@ class DrillScreen(Screen[None]):
         self.lines.clear()
         self.query_one(ProgressChart).reset()
         self.query_one("#drill-lines", Static).update("")
-        self.query_one("#drill-verdict", Static).update(Text("running… (escape leaves it; q stops it)", style="dim"))
+        self.query_one("#drill-verdict", Static).update(Text("running… (escape stops it and leaves)", style="dim"))
         self.running = True
         self.run_drill(self.dest, self.options())
 
@@ -152,7 +153,21 @@ class DrillScreen(Screen[None]):
         if line is not None:
             self.lines.append(line)
             self.query_one("#drill-lines", Static).update(Text("\n").join(self.lines))
-            self.query_one("#drill-log", VerticalScroll).scroll_end(animate=False)
+            log = self.query_one("#drill-log", VerticalScroll)
+            # After the layout grows the log (not before): the last lines, the verdict's, stay in view.
+            self.call_after_refresh(log.scroll_end, animate=False)
+
+    def action_quit_asking(self) -> None:
+        """``q`` here would end a drill and the whole advisor: ask first (ctrl+q still quits at once)."""
+        from advisor.tui.screens.confirm import ConfirmScreen
+
+        question = "Stop the drill and quit the advisor?" if self.running else "Quit the advisor?"
+        self.app.push_screen(ConfirmScreen(question, yes="Quit", no="Stay"), self._quit_if)
+
+    def _quit_if(self, yes: bool | None) -> None:
+        if yes:
+            self.workers.cancel_group(self, "drill")
+            self.app.exit()
 
     def failed(self, message: str) -> None:
         self.running = False

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shlex
 from typing import TYPE_CHECKING
 
 from rich.text import Text
@@ -48,11 +49,12 @@ class ExportScreen(Screen[None]):
         session = self.app.session
         assert session is not None
         try:
-            chosen = session.chosen_id(session.recommend())
-            self.query_one("#export-title", Static).update(
-                Text.assemble("Export the decision for ", (session.catalog.strategy(chosen).name, "bold"))
-            )
-            self.record = self._record()
+            review = session.review()
+            title = Text.assemble("Export the decision for ", (review.target.strategy.name, "bold"))
+            if session.current is not None:
+                title.append(f" (reviewing the current {session.catalog.strategy(session.current.strategy).name})")
+            self.query_one("#export-title", Static).update(title)
+            self.record = session.decision_record(review)
         except AdvisorError as exc:
             self.record = ""
             self.status("The decision record could not be made: ", str(exc))
@@ -60,14 +62,6 @@ class ExportScreen(Screen[None]):
 
         self.query_one("#record-text", Static).update(Markdown(self.record))
         self.query_one("#record-path", Input).focus()
-
-    def _record(self) -> str:
-        from advisor.review import decision_record
-
-        session = self.app.session
-        assert session is not None
-        rec = session.recommend()
-        return decision_record(session.answers, session.catalog, chosen=session.chosen_id(rec), date=session.today)
 
     def status(self, head: str, detail: str = "", ok: bool = False) -> None:
         """Show an outcome; ``detail`` (paths, OS messages) is shown verbatim, never as markup."""
@@ -80,7 +74,6 @@ class ExportScreen(Screen[None]):
 
     def action_write(self) -> None:
         """Write both files; an existing file or an unwritable folder is reported, not raised."""
-        from advisor.answers import dump_answers
         from advisor.review import write_text_safely
 
         session = self.app.session
@@ -90,7 +83,7 @@ class ExportScreen(Screen[None]):
         force = self.query_one("#force", Checkbox).value
         targets = [
             (self.query_one("#record-path", Input).value, self.record),
-            (self.query_one("#answers-path", Input).value, dump_answers(session.answers, session.catalog)),
+            (self.query_one("#answers-path", Input).value, session.answers_file()),
         ]
         if any(not name.strip() for name, _ in targets):
             self.status("Both file names are needed.")
@@ -109,7 +102,8 @@ class ExportScreen(Screen[None]):
                 self.status(f"Cannot write {name.strip()}: ", str(exc.strerror or exc))
                 return
             written.append(name.strip())
-        self.status("Written: ", " and ".join(written), ok=True)
+        again = f"advisor review --answers {shlex.quote(written[1])}" + (f" --chosen {session.chosen}" if session.chosen else "")
+        self.status("Written: ", f"{' and '.join(written)} · `{again}` writes the same record again", ok=True)
         self.app.notify(f"Wrote {' and '.join(written)}.")
 
     def action_back(self) -> None:

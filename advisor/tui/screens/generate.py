@@ -144,23 +144,43 @@ class GenerateScreen(Screen[None]):
         if not dest_text:
             self.status("Type a destination folder.")
             return
+        dest = session.resolve(dest_text)
+        if dest.is_dir() and any(dest.iterdir()):  # ask before writing into someone's files
+            from advisor.tui.screens.confirm import ConfirmScreen
+
+            question = (
+                f"{dest_text} is not empty.\n\nWrite the project into it anyway? Files the template"
+                " writes replace files of the same name; other files stay."
+            )
+            self.app.push_screen(
+                ConfirmScreen(question, yes="Overwrite", no="Cancel"),
+                lambda yes: self.start_copier(dest_text, force=True) if yes else self.status(
+                    "Not generated: ", f"{dest_text} is not empty. Pick an empty or new folder, or confirm the overwrite."
+                ),
+            )
+            return
+        self.start_copier(dest_text)
+
+    def start_copier(self, dest_text: str, *, force: bool = False) -> None:
         self.query_one("#generate-btn", Button).disabled = True
         self.status("Generating…", ok=True)
-        self.run_copier(self.strategy.template, dest_text, self.answers())
+        self.run_copier(self.strategy.template, dest_text, self.answers(), force)
 
     @work(thread=True, exclusive=True, group="generate")
-    def run_copier(self, strategy: str, dest_text: str, answers: dict[str, Any]) -> None:
+    def run_copier(self, strategy: str, dest_text: str, answers: dict[str, Any], force: bool = False) -> None:
         from advisor.scaffold import generate
 
         assert self.app.session is not None
         try:
-            generated = generate(strategy, self.app.session.resolve(dest_text), answers)
+            generated = generate(strategy, self.app.session.resolve(dest_text), answers, force=force)
         except Exception as exc:  # ScaffoldError, OutputExistsError, OSError, or a template bug
             self.app.call_from_thread(self.failed, str(exc))
             return
         self.app.call_from_thread(self.done, generated, dest_text)
 
     def failed(self, message: str) -> None:
+        # The library's message speaks to the command line; here there is no flag to pass.
+        message = message.replace("choose a new directory or pass --force to overwrite", "pick an empty or new folder")
         self.status("Generation failed: ", message)
         self.query_one("#generate-btn", Button).disabled = False
 

@@ -17,15 +17,23 @@ HELP = """\
 
 [b]Welcome[/]
   [b]s[/] start the questions · [b]l[/] load a saved answers file (YAML)
+  [b]v[/] review my current design
 
-[b]Questions[/] (one per step, the dots show where you are)
+[b]Questions[/] (one per step; ● answered ○ to ask · skipped: can't change the pick)
   [b]↑ ↓[/] move · [b]enter[/] answer and go on · [b]1-9[/] answer by number
   [b]0[/] I don't know · [b]←[/] back · [b]→[/] next, keeping the answer
+  [b]a[/] ask all questions, also those that can no longer change the pick
 
 [b]Recommendation[/]
   [b]↑ ↓[/] read about a strategy · [b]enter[/] choose it instead of the top one
   [b]1-4[/] tabs: why · scenario table · trade-offs · pitfall checklist
-  [b]r[/] revise the answers · [b]g[/] generate · [b]e[/] export
+  [b]c[/] revisit conflicting answers · [b]s[/] answer what settles a close call
+  [b]r[/] revise the answers · [b]v[/] review my design · [b]g[/] generate · [b]e[/] export
+
+[b]Review my current design[/]
+  1 the strategy used today (enter) · 2 its essential controls: [b]y[/] yes,
+  [b]n[/] no, [b]u[/] unknown (why and how to check under the list), [b]→[/] on
+  3 findings, fit, migration path, verification plan · 4 [b]e[/] export
 
 [b]Generate[/]
   fill in project name, destination and store, then [b]ctrl+g[/] generates;
@@ -34,11 +42,14 @@ HELP = """\
 [b]Try it[/] (the crash drill)
   kills and restarts the generated project, then checks the external
   service's log: lost, duplicated, recovery time. [b]r[/] runs it again;
-  [b]s[/] runs it again killing with SIGTERM (graceful) instead of SIGKILL.
+  [b]s[/] runs it again killing with SIGTERM (graceful) instead of SIGKILL;
+  [b]q[/] asks before it stops the drill and quits.
 
 [b]Export[/]
   [b]ctrl+s[/] writes the decision record (Markdown) and the answers (YAML);
-  tick "overwrite existing files" to replace files that exist.
+  tick "overwrite existing files" to replace files that exist. After a
+  review both carry the current design: [b]advisor review --answers FILE[/]
+  writes the same record.
 """
 
 

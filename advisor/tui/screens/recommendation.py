@@ -1,7 +1,9 @@
-"""The recommendation: ranked strategies, why, the scenario table, trade-offs, pitfalls."""
+"""The recommendation: alerts (conflicts, close call), ranked strategies, why, scenarios,
+trade-offs, pitfalls; jump keys back to the questions that would change it."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from rich.text import Text
@@ -13,6 +15,7 @@ from textual.widgets import Footer, Header, OptionList, Static, TabbedContent, T
 from textual.widgets.option_list import Option
 
 from advisor.errors import AdvisorError
+from advisor.tui.widgets.alerts import close_call_panel, conflicts_panel, revisit_ids, settle_ids
 from advisor.tui.widgets.scenario_table import ScenarioTable
 from advisor.tui.widgets.strategy_detail import pitfalls_text, tradeoffs_text, why_text
 
@@ -20,12 +23,24 @@ if TYPE_CHECKING:
     from advisor.tui.app import AdvisorApp
 
 
+def ranking_line(n: int, ranked: Any, chosen: str, width: int) -> Text:
+    """``★✔ 1. Name  granularity score``: ★ top pick, ✔ chosen, ✕ ruled out (dim). Never truncated."""
+    star = "★" if n == 1 else ("✕" if ranked.ruled_out else " ")
+    mark = "✔" if ranked.strategy.id == chosen else " "
+    s = ranked.strategy
+    line = f"{star}{mark} {n}. {s.name:<{width}}  {s.granularity:<6} {ranked.score:6.2f}"
+    return Text(line, style="dim" if ranked.ruled_out and n != 1 else "")
+
+
 class RecommendationScreen(Screen[None]):
     """Highlight a strategy to read about it; enter picks it instead of the top one."""
 
     BINDINGS = [
         Binding("escape", "back", "Back"),
-        Binding("r", "revise", "Revise answers"),
+        Binding("r", "revise", "Revise"),
+        Binding("c", "conflicts", "Conflicts"),
+        Binding("s", "settle", "Settle"),
+        Binding("v", "app.review", "Review design"),
         Binding("g", "app.generate", "Generate"),
         Binding("e", "app.export", "Export"),
         Binding("1", "tab('why')", "Why", show=False),
@@ -40,6 +55,8 @@ class RecommendationScreen(Screen[None]):
     def compose(self) -> ComposeResult:
         yield Header()
         yield Static("", id="verdict")
+        yield Static("", id="conflicts", classes="alert conflict")
+        yield Static("", id="close-call", classes="alert close")
         yield OptionList(id="ranking")
         with TabbedContent(id="details"):
             with TabPane("1 Why", id="why"):
@@ -55,6 +72,14 @@ class RecommendationScreen(Screen[None]):
     def on_mount(self) -> None:
         self.refresh_recommendation()
 
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        """Hide the jump keys when there is nothing to jump to."""
+        if action == "conflicts":
+            return bool(self.rec is not None and self.rec.warnings)
+        if action == "settle":
+            return bool(self.rec is not None and settle_ids(self.rec))
+        return True
+
     def refresh_recommendation(self) -> None:
         session = self.app.session
         assert session is not None
@@ -66,19 +91,30 @@ class RecommendationScreen(Screen[None]):
             return
         chosen = session.chosen_id(self.rec)
         ranking = self.query_one("#ranking", OptionList)
+        ranking.border_title = "★ top pick · ✔ chosen (enter) · ✕ ruled out by an answer"
         ranking.clear_options()
+        width = self._name_width()
         for n, ranked in enumerate(self.rec.ranking, start=1):
-            ranking.add_option(Option(self._line(n, ranked, chosen), id=ranked.strategy.id))
+            ranking.add_option(Option(ranking_line(n, ranked, chosen, width), id=ranked.strategy.id))
         ids = [r.strategy.id for r in self.rec.ranking]
         ranking.highlighted = ids.index(chosen)
         ranking.focus()
         self._show_verdict()
+        for selector, panel in (("#conflicts", conflicts_panel(session, self.rec)),
+                                ("#close-call", close_call_panel(session, self.rec))):  # fmt: skip
+            widget = self.query_one(selector, Static)
+            widget.display = panel is not None
+            widget.update(panel or "")
         scenario = self.rec.scenario
         self.query_one(ScenarioTable).show(
             session.catalog.scenarios, scenario.id if scenario else None, self.strategy_name
         )
         caption = f"Your answers match: [b]{scenario.scenario}[/]" if scenario else "No row matches exactly."
         self.query_one("#scenario-caption", Static).update(caption)
+        self.refresh_bindings()
+
+    def _name_width(self) -> int:
+        return max(len(r.strategy.name) for r in self.rec.ranking)
 
     def strategy_name(self, strategy_id: str) -> str:
         assert self.app.session is not None
@@ -87,21 +123,17 @@ class RecommendationScreen(Screen[None]):
         except Exception:  # a scenario naming a strategy the catalog lacks: show the id
             return strategy_id
 
-    def _line(self, n: int, ranked: Any, chosen: str) -> str:
-        mark = ("★ " if n == 1 else "  ") + ("✔ chosen" if ranked.strategy.id == chosen else "")
-        return f"{n}. {ranked.strategy.name:<40.40} {ranked.strategy.granularity:<6} {ranked.score:6.2f}  {mark}"
-
     def _show_verdict(self) -> None:
-        assert self.app.session is not None and self.rec is not None
+        session = self.app.session
+        assert session is not None and self.rec is not None
         top = self.rec.top.strategy
-        chosen = self.app.session.chosen_id(self.rec)
-        known = len(self.app.session.answers)
-        total = len(self.app.session.catalog.questions)
-        text = f"[b]★ Recommended: {top.name}[/] ({top.granularity} level) · {known}/{total} answered"
+        chosen = session.chosen_id(self.rec)
+        known, total = len(session.answers), len(session.catalog.questions)
+        close = " (a close call)" if self.rec.close_call is not None else ""
+        text = Text.assemble((f"★ Recommended{close}: {top.name}", "bold"), f" · {known}/{total} answered")
         if chosen != top.id:
-            text += f"\n[b]You chose: {self.strategy_name(chosen)}[/] (enter on the top row to go back to it)"
-        else:
-            text += "\nEnter picks another strategy · g generates it · e exports the decision record"
+            text.append(f"\nYou chose: {self.strategy_name(chosen)}", style="bold")
+            text.append(" (enter on the top row goes back to it)")
         self.query_one("#verdict", Static).update(text)
 
     def on_option_list_option_highlighted(self, event: OptionList.OptionHighlighted) -> None:
@@ -121,8 +153,9 @@ class RecommendationScreen(Screen[None]):
         top = self.rec.top.strategy.id
         session.chosen = None if event.option_id == top else event.option_id
         chosen = session.chosen_id(self.rec)
+        width = self._name_width()
         for n, ranked in enumerate(self.rec.ranking, start=1):
-            event.option_list.replace_option_prompt(ranked.strategy.id, self._line(n, ranked, chosen))
+            event.option_list.replace_option_prompt(ranked.strategy.id, ranking_line(n, ranked, chosen, width))
         self._show_verdict()
 
     def action_tab(self, tab: str) -> None:
@@ -131,12 +164,27 @@ class RecommendationScreen(Screen[None]):
     def action_back(self) -> None:
         self.dismiss()
 
+    def revisit(self, question_ids: Sequence[str]) -> None:
+        """Ask just these questions again, then come back here with the new recommendation."""
+        from advisor.tui.screens.question import QuestionScreen
+
+        if question_ids:
+            self.app.push_screen(QuestionScreen(only=question_ids), lambda _: self.refresh_recommendation())
+
+    def action_conflicts(self) -> None:
+        if self.rec is not None:
+            self.revisit(revisit_ids(self.rec))
+
+    def action_settle(self) -> None:
+        if self.rec is not None:
+            self.revisit(settle_ids(self.rec))
+
     def action_revise(self) -> None:
         from advisor.tui.screens.question import QuestionScreen
 
         stack = self.app.screen_stack
         below = stack[-2] if len(stack) > 1 else None
-        if isinstance(below, QuestionScreen):
+        if isinstance(below, QuestionScreen) and not below.only:
             below.index = 0
             self.dismiss()
             below.show_step()

@@ -30,6 +30,7 @@ class WelcomeScreen(Screen[None]):
     BINDINGS = [
         Binding("s", "app.start", "Start"),
         Binding("l", "app.load", "Load answers"),
+        Binding("v", "app.review", "Review my design"),
         Binding("ctrl+p", "app.command_palette", "Commands"),
     ]
 
@@ -42,12 +43,14 @@ class WelcomeScreen(Screen[None]):
             yield Static(INTRO, id="intro")
             yield Static(
                 "Answer a few questions (arrows, enter, number keys; \"I don't know\" is fine) "
-                "and get a ranked recommendation, a generated project and a live crash drill.",
+                "and get a ranked recommendation, a generated project and a live crash drill; "
+                "or review the design you run today against its essential controls.",
                 id="welcome-how",
             )
             with Horizontal(id="welcome-buttons"):
                 yield Button("Start  (s)", id="start", variant="primary")
-                yield Button("Load answers file  (l)", id="load")
+                yield Button("Load answers  (l)", id="load")
+                yield Button("Review my design  (v)", id="review")
             with Horizontal(id="loader"):
                 yield TextInput(placeholder="answers.yml", id="answers-path")
                 yield Button("Load", id="load-file")
@@ -61,6 +64,7 @@ class WelcomeScreen(Screen[None]):
         if self.app.session is None:  # no catalog: nothing to start
             self.query_one("#start", Button).disabled = True
             self.query_one("#load", Button).disabled = True
+            self.query_one("#review", Button).disabled = True
         self.query_one("#start", Button).focus()
 
     def show_error(self, message: str) -> None:
@@ -77,6 +81,8 @@ class WelcomeScreen(Screen[None]):
     def on_button_pressed(self, event: Button.Pressed) -> None:
         if event.button.id == "start":
             self.app.action_start()
+        elif event.button.id == "review":
+            self.app.action_review()
         elif event.button.id == "load":
             self.show_loader()
         elif event.button.id == "load-file":
@@ -88,7 +94,7 @@ class WelcomeScreen(Screen[None]):
 
     def load(self, text: str) -> None:
         """Read an answers file; a bad one is reported here and changes nothing."""
-        from advisor.answers import load_answers_file
+        from advisor.answers import load_review_file
 
         session = self.app.session
         if session is None:
@@ -98,7 +104,7 @@ class WelcomeScreen(Screen[None]):
             return
         path = session.resolve(text)
         try:
-            answers = load_answers_file(path, session.catalog)
+            loaded = load_review_file(path, session.catalog)
         except AdvisorError as exc:
             self.show_error(f"Could not load the answers file: {exc}")
             return
@@ -106,7 +112,9 @@ class WelcomeScreen(Screen[None]):
             self.show_error(f"Could not read {text.strip()}: {exc.strerror or exc}")
             return
         self.show_error("")
-        session.answers = dict(answers)
+        session.answers = dict(loaded.answers)
         session.chosen = None
-        self.app.notify(f"Loaded {len(answers)} answers from {path.name}.")
+        session.context, session.current = loaded.context, loaded.current
+        extra = " and the current design under review" if loaded.current is not None else ""
+        self.app.notify(f"Loaded {len(loaded.answers)} answers{extra} from {path.name}.")
         self.app.action_recommend()

@@ -8,6 +8,7 @@ from typing import Any
 from rich.text import Text
 
 from advisor.tui.session import Session
+from advisor.tui.widgets.alerts import answer_words, points, settle_words
 
 
 def _section(text: Text, title: str, lines: Iterable[str], bullet: str = "•") -> None:
@@ -19,14 +20,38 @@ def _section(text: Text, title: str, lines: Iterable[str], bullet: str = "•") 
         text.append(f" {bullet} {line}\n")
 
 
+def _conflicts(session: Session, rec: Any) -> list[str]:
+    out = []
+    for w in rec.warnings:
+        revisit = "; ".join(answer_words(session, q, rec.answers.get(q)) for q in w.revisit)
+        out.append(f"{w.message} Revisit: {revisit}." + (f" See {w.reference}" if w.reference else ""))
+    return out
+
+
+def _close_call(session: Session, rec: Any) -> list[str]:
+    close = rec.close_call
+    if close is None:
+        return []
+    runner = session.catalog.strategy(close.runner_up).name
+    lines = [f"{points(close.margin)} ahead of {runner}; a lead under {close.threshold:g} is a close call."]
+    lines += [f"{settle_words(session, s)} (lead {s.margin:g})" for s in close.settle[:6]]
+    return lines
+
+
 def why_text(session: Session, rec: Any, ranked: Any) -> Text:
-    """Because/against lines, the strategy's three recovery-point answers, what would swing it."""
+    """Conflicts and close call (top pick), because/against, rule-outs, the recipe for these answers."""
+    from advisor.engine import recipe_for
+
     strategy = ranked.strategy
     is_top = strategy.id == rec.top.strategy.id
     text = Text()
     text.append(strategy.name, style="bold")
     text.append(f"  ({strategy.granularity} level, score {ranked.score:.2f})\n", style="dim")
     text.append(strategy.summary.strip() + "\n")
+    if is_top:
+        _section(text, "Conflicting answers (c revisits them)", _conflicts(session, rec), bullet="⚠")
+        _section(text, "Close call (s settles it): what would settle it", _close_call(session, rec), bullet="≈")
+    _section(text, "Ruled out by your answers", ranked.ruled_out, bullet="✕")
     _section(text, "Because", ranked.because)
     _section(text, "Against it", ranked.against, bullet="−")
     if is_top:
@@ -35,20 +60,22 @@ def why_text(session: Session, rec: Any, ranked: Any) -> Text:
             asks = session.catalog.question(swing.question).asks
             value = session.choice_label(swing.question, swing.value)
             swings.append(f"{asks} “{value}” → {session.catalog.strategy(swing.would_pick).name}")
-        _section(text, "An open question that would change the pick", swings, bullet="?")
+        if rec.close_call is None:
+            _section(text, "An open question that would change the pick", swings[:6], bullet="?")
         if not swings:
             open_ids = [q.id for q in session.questions() if q.id not in rec.answers]
             text.append("\nNo open question would change the pick" if open_ids else "\nEvery question is answered", style="bold")
             text.append(f" ({len(open_ids)} left open).\n" if open_ids else ".\n")
     else:
         _section(text, f"Why {rec.top.strategy.name} ranks higher", rec.why_not.get(strategy.id, ()))
-    point = strategy.recovery_point
+    recipe = rec.recipe if is_top and rec.recipe is not None else recipe_for(strategy, rec.answers)
     _section(
         text,
-        "Its recovery point",
-        [f"Q1 where: {point.where}", f"Q2 how often: {point.how_often}", f"Q3 duplicates: {point.duplicates}"],
+        "Its recovery point, for your answers",
+        [f"Q1 where: {recipe.where}", f"Q2 how often: {recipe.how_often}", f"Q3 duplicates: {recipe.duplicates}"],
         bullet="·",
     )
+    _section(text, "Steps", recipe.steps, bullet="→")
     _section(text, "Notes", rec.notes, bullet="i")
     return text
 
@@ -75,5 +102,5 @@ def pitfalls_text(rec: Any, ranked: Any) -> Text:
         text.append(f"\n☐ {pitfall.title}\n", style="bold")
         text.append(f"   {pitfall.problem.strip()}\n")
         text.append("   fix: ", style="bold green")
-        text.append(f"{pitfall.fix.strip()}\n")
+        text.append(f"{rec.fix(pitfall).strip()}\n")
     return text

@@ -1,0 +1,67 @@
+"""Review, step 3: the findings, fit verdict, migration path and verification plan, rendered
+exactly as the decision record (``advisor review``) writes them."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from rich.markdown import Markdown
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Vertical, VerticalScroll
+from textual.screen import Screen
+from textual.widgets import Footer, Header, Static
+
+from advisor.errors import AdvisorError
+from advisor.tui.widgets.review_steps import ReviewSteps
+
+if TYPE_CHECKING:
+    from advisor.tui.app import AdvisorApp
+
+RECORD_TAIL = "\n## Context and problem statement"
+"""Where the record's review part ends and its MADR sections (shown on the export screen) begin."""
+
+
+def findings_part(record: str) -> str:
+    """The decision record from its findings to its verification plan (title and status lines dropped)."""
+    head, _, _ = record.partition(RECORD_TAIL)
+    start = head.find("\n## ")
+    return head[start + 1 :] if start >= 0 else head
+
+
+class FindingsScreen(Screen[None]):
+    BINDINGS = [
+        Binding("escape,left", "back", "Back", key_display="←", priority=True),
+        Binding("e,right", "app.export", "Export", key_display="e/→", priority=True),
+    ]
+
+    app: AdvisorApp
+
+    def compose(self) -> ComposeResult:
+        yield Header()
+        with Vertical(id="review-findings"):
+            yield ReviewSteps(id="review-steps")
+            yield Static("", id="findings-title", classes="review-asks")
+            yield VerticalScroll(Static("", id="findings-text"), id="findings")
+        yield Footer()
+
+    def on_mount(self) -> None:
+        session = self.app.session
+        assert session is not None
+        self.query_one(ReviewSteps).show(2, len(session.answers), len(session.catalog.questions))
+        title = self.query_one("#findings-title", Static)
+        body = self.query_one("#findings-text", Static)
+        try:
+            r = session.review()
+            record = session.decision_record(r)
+        except AdvisorError as exc:
+            title.update(Text.assemble(("The review could not be made: ", "bold red"), str(exc)))
+            return
+        current = session.catalog.strategy(session.current.strategy).name if session.current else "none"
+        title.update(Text.assemble("Current: ", (current, "bold"), " · decided: ", (r.target.strategy.name, "bold")))
+        body.update(Markdown(findings_part(record)))
+        self.query_one("#findings", VerticalScroll).focus()
+
+    def action_back(self) -> None:
+        self.dismiss()
