@@ -271,3 +271,12 @@ def test_every_review_flag_is_in_the_user_guide():
         for flag in action.option_strings:
             if flag.startswith("--") and flag != "--help":
                 assert f"`{flag}" in guide, flag
+
+
+def test_every_control_the_user_guide_names_exists(catalog):
+    import re
+
+    ids = {c.id for s in catalog.strategies for c in s.controls}
+    named = set(re.findall(r"`([a-z]+(?:-[a-z0-9]+)+)`", GUIDE.read_text())) - set(catalog.strategy_ids)
+    named = {n for n in named if not n.startswith(("advisor", "context-file", "continuity-"))}
+    assert named and named <= ids, named - ids
