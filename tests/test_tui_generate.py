@@ -9,11 +9,13 @@ from pathlib import Path
 
 import pytest
 import yaml
+from textual.containers import VerticalScroll
 from textual.widgets import Button, Input, Select
 
 from advisor.catalog import Catalog
 from advisor.scaffold import generated_strategies
 from advisor.tui.app import make_app
+from advisor.tui.screens.confirm import ConfirmScreen
 from advisor.tui.screens.drill import DrillScreen
 from advisor.tui.screens.generate import GenerateScreen
 from advisor.tui.widgets.progress_chart import ProgressChart
@@ -86,7 +88,7 @@ def test_the_store_choice_reaches_the_template_and_a_typed_destination_stays(
     assert answers["checkpoint_store"] == "file" and answers["package_name"] == "renamed_job"
 
 
-def test_an_occupied_destination_is_a_message_and_is_left_alone(catalog: Catalog, tmp_path: Path) -> None:
+def test_an_occupied_destination_asks_first_and_no_leaves_it_alone(catalog: Catalog, tmp_path: Path) -> None:
     (tmp_path / "taken").mkdir()
     (tmp_path / "taken" / "mine.txt").write_text("keep me\n")
 
@@ -95,13 +97,35 @@ def test_an_occupied_destination_is_a_message_and_is_left_alone(catalog: Catalog
         async with app.run_test(size=(80, 24)) as pilot:
             await open_generate(pilot, dest="taken")
             await pilot.press("ctrl+g")
-            await until(pilot, lambda: "failed" in shown(app, "#gen-status"))
-            assert "not empty" in shown(app, "#gen-status")
+            await pilot.pause()
+            assert isinstance(app.screen, ConfirmScreen) and "not empty" in shown(app, "#confirm-text")
+            await pilot.press("n")
+            assert isinstance(app.screen, GenerateScreen)
+            status = shown(app, "#gen-status")
+            assert "not empty" in status and "--force" not in status  # no flag to pass in the TUI
             assert app.session.generated is None
             assert not app.screen.query_one("#generate-btn", Button).disabled  # can try again
 
     asyncio.run(walk())
     assert [p.name for p in (tmp_path / "taken").iterdir()] == ["mine.txt"]
+
+
+def test_an_occupied_destination_is_written_into_once_confirmed(catalog: Catalog, tmp_path: Path) -> None:
+    (tmp_path / "taken").mkdir()
+    (tmp_path / "taken" / "mine.txt").write_text("keep me\n")
+
+    async def walk() -> None:
+        app = make_app(catalog, BATCH, workdir=tmp_path)
+        async with app.run_test(size=(80, 24)) as pilot:
+            await open_generate(pilot, dest="taken")
+            await pilot.press("ctrl+g")
+            await pilot.pause()
+            await pilot.press("y")
+            await until(pilot, lambda: app.session.generated is not None)
+
+    asyncio.run(walk())
+    assert (tmp_path / "taken" / "mine.txt").read_text() == "keep me\n"
+    assert (tmp_path / "taken" / "pyproject.toml").exists()
 
 
 def test_a_project_name_the_template_rejects_is_a_message(catalog: Catalog, tmp_path: Path) -> None:
@@ -157,6 +181,9 @@ def test_try_it_runs_the_drill_live_to_a_verdict(catalog: Catalog, tmp_path: Pat
             assert len(chart.kills) == 3 and chart.points[-1][1] == 300
             log = shown(app, "#drill-lines")
             assert log.count("✕ kill") == 3 and log.count("✔ recovered") == 3
+            await pilot.pause()
+            scroll = screen.query_one("#drill-log", VerticalScroll)
+            assert scroll.scroll_y == scroll.max_scroll_y  # the last lines are in view
             await pilot.press("s")  # again, with SIGTERM: a graceful stop each time
             assert screen.running and "SIGTERM" in shown(app, "#drill-title")
             await until(pilot, lambda: not screen.running)

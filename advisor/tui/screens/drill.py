@@ -153,9 +153,9 @@ class DrillScreen(Screen[None]):
         if line is not None:
             self.lines.append(line)
             self.query_one("#drill-lines", Static).update(Text("\n").join(self.lines))
-            log = self.query_one("#drill-log", VerticalScroll)
-            # After the layout grows the log (not before): the last lines, the verdict's, stay in view.
-            self.call_after_refresh(log.scroll_end, animate=False)
+            # Anchored: the log stays at its last lines as lines arrive and as the verdict's box
+            # grows under it at the end (until the user scrolls up to read).
+            self.query_one("#drill-log", VerticalScroll).anchor()
 
     def action_quit_asking(self) -> None:
         """``q`` here would end a drill and the whole advisor: ask first (ctrl+q still quits at once)."""

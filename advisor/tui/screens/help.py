@@ -9,7 +9,7 @@ from textual.screen import ModalScreen
 from textual.widgets import Static
 
 HELP = """\
-[b]Continuity Advisor: keys[/]   (escape closes this help)
+[b]Continuity Advisor: keys[/]   (↑ ↓ scroll · escape closes this help)
 
 [b]Everywhere[/]
   [b]?[/] or [b]F1[/] help · [b]ctrl+p[/] command palette: every action by name
@@ -19,7 +19,7 @@ HELP = """\
   [b]s[/] start the questions · [b]l[/] load a saved answers file (YAML)
   [b]v[/] review my current design
 
-[b]Questions[/] (one per step; ● answered ○ to ask · skipped: can't change the pick)
+[b]Questions[/] (● answered · ○ to ask · [dim]·[/] skipped: can't change the pick)
   [b]↑ ↓[/] move · [b]enter[/] answer and go on · [b]1-9[/] answer by number
   [b]0[/] I don't know · [b]←[/] back · [b]→[/] next, keeping the answer
   [b]a[/] ask all questions, also those that can no longer change the pick
@@ -59,6 +59,9 @@ class HelpScreen(ModalScreen[None]):
     def compose(self) -> ComposeResult:
         with VerticalScroll(id="help"):
             yield Static(HELP, id="help-text")
+
+    def on_mount(self) -> None:
+        self.query_one("#help", VerticalScroll).focus()  # ↑ ↓ scroll it at once
 
     def action_dismiss(self) -> None:  # type: ignore[override]
         self.dismiss()

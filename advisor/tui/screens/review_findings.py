@@ -37,6 +37,8 @@ class FindingsScreen(Screen[None]):
     ]
 
     app: AdvisorApp
+    markdown = ""
+    """The record's findings part, as shown (Markdown)."""
 
     def compose(self) -> ComposeResult:
         yield Header()
@@ -60,7 +62,8 @@ class FindingsScreen(Screen[None]):
             return
         current = session.catalog.strategy(session.current.strategy).name if session.current else "none"
         title.update(Text.assemble("Current: ", (current, "bold"), " · decided: ", (r.target.strategy.name, "bold")))
-        body.update(Markdown(findings_part(record)))
+        self.markdown = findings_part(record)
+        body.update(Markdown(self.markdown))
         self.query_one("#findings", VerticalScroll).focus()
 
     def action_back(self) -> None:
