@@ -60,6 +60,19 @@ def test_a_multi_step_flow_gets_a_step_tracking_strategy(catalog, model, space):
             assert model.pick(answers) in STEP_TRACKING, answers
 
 
+def test_where_the_recovery_point_lives_shapes_the_recipe_not_the_mechanism(catalog, model, space):
+    """Moving the recovery point between a local file, a database and object storage keeps the
+    mechanism (a multi-step flow on local disk is still a state machine); only a stream platform's
+    checkpoint location may tip a stream over to the framework's own checkpoint."""
+    stores = ("local_disk", "database", "object_storage")
+    for answers in space[::5]:  # every fifth point: three rankings each
+        variants = [{**answers, "recovery_point_store": s} for s in stores]
+        if any(model.conflicts(v) for v in variants):
+            continue
+        picks = {model.pick(v) for v in variants}
+        assert len(picks) == 1 or "stream-checkpoint" in picks, (answers, picks)
+
+
 def test_unacceptable_duplicates_never_get_a_strategy_without_a_dedupe_record(catalog, model, space):
     for answers in everywhere(catalog, space):
         if answers.get("duplicate_cost") != "unacceptable":
