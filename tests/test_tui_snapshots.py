@@ -129,3 +129,26 @@ def test_welcome_with_a_bad_answers_file(snap_compare) -> None:  # type: ignore[
         await pilot.pause()
 
     assert snap_compare(app(), run_before=load_missing, terminal_size=(80, 24))
+
+
+# Seconds-long runs of an unbounded stream contradict each other, and the pick is a close call.
+CONFLICT = {"recovery_point_store": "local_disk", "acceptable_loss": "one_batch", "duplicate_cost": "harmless",
+            "duration": "seconds", "work_shape": "unbounded_stream"}  # fmt: skip
+REVIEWED = {**BATCH, "workers": "many"}
+
+
+def test_recommendation_with_a_conflict_and_a_close_call(snap_compare) -> None:  # type: ignore[no-untyped-def]
+    async def open_it(pilot) -> None:  # type: ignore[no-untyped-def]
+        pilot.app.action_recommend()
+        await pilot.pause()
+
+    assert snap_compare(app(CONFLICT), run_before=open_it, terminal_size=(80, 24))
+
+
+def test_review_controls_checklist(snap_compare) -> None:  # type: ignore[no-untyped-def]
+    # v: review; 2: the checkpoint strategy; the first control in place, the second missing
+    assert snap_compare(app(REVIEWED), press=["v", "2", "y", "n"], terminal_size=(80, 24))
+
+
+def test_review_findings(snap_compare) -> None:  # type: ignore[no-untyped-def]
+    assert snap_compare(app(REVIEWED), press=["v", "2", "y", "n", "right"], terminal_size=(80, 24))

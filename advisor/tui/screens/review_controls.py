@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from rich.table import Table
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding
@@ -26,9 +27,14 @@ if TYPE_CHECKING:
 MARKS = {"yes": ("✔ yes", "green"), "no": ("✘ no ", "bold red"), "unknown": ("? ---", "yellow")}
 
 
-def control_line(control: Control, status: str) -> Text:
+def control_line(control: Control, status: str) -> Table:
+    """``✘ no   Is …?`` with the question's wrapped lines indented under its first."""
     mark, style = MARKS[status]
-    return Text.assemble((mark, style), "  ", control.question)
+    row = Table.grid(padding=(0, 2))
+    row.add_column(width=5, no_wrap=True)
+    row.add_column(ratio=1)
+    row.add_row(Text(mark, style=style), control.question)
+    return row
 
 
 class ControlsScreen(Screen[None]):
