@@ -436,13 +436,13 @@ def _fit_heading(r: Review) -> list[str]:
     return [f"**Fits.** {v.summary} Every essential control that applies is in place."]
 
 
-def _finding_lines(f: Finding) -> list[str]:
+def _finding_lines(f: Finding, dropped: bool = False) -> list[str]:
     c = f.control
     label = "Missing" if f.status == "no" else "Unknown"
     here = f" Here: {'; '.join(f.here)}." if f.here else ""
     out = [f"{f.number}. **{label}: {c.question}** (`{c.id}`){here}"]
     fix = c.fix + (f" See {c.reference}" if c.reference else "")
-    if f.status == "no":  # what the incident is about: one line each
+    if f.status == "no" and not dropped:  # what the incident is about: one line each
         return out + [f"   - Why: {c.why}", f"   - Check: {c.how_to_check}", f"   - Fix: {fix}"]
     return out + [f"   - Why: {_end(c.why)} *Check:* {_end(c.how_to_check)} *Fix:* {fix}"]
 
@@ -507,8 +507,9 @@ def render(r: Review, catalog: Catalog, *, title: str = "the long-running job", 
         out.append(f"Essential controls of {current.name} for these answers: {counts}.")
         if r.findings:
             out.append("")
-            for f in r.findings:
-                out += _finding_lines(f)
+            kept = {c.id for c in r.target.strategy.controls}
+            for f in r.findings:  # a missing control the migration drops: the short form
+                out += _finding_lines(f, dropped=r.current.strategy != r.target.strategy.id and f.control.id not in kept)
         rest = ([f"In place: {_ids(r.in_place)}."] if r.in_place else []) + (
             [f"Unknown, but replaced or rebuilt by the migration below: {_ids(r.replaced)}."] if r.replaced else []
         ) + ([f"Not needed with these answers: {_ids(r.not_needed)}."] if r.not_needed else [])

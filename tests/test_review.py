@@ -308,3 +308,29 @@ def test_write_text_safely(tmp_path):
     write_text_safely(path, "two", force=True)
     assert path.read_text() == "two"
     assert [p.name for p in tmp_path.iterdir()] == ["d.md"]  # no temp file left behind
+
+
+def test_records_over_the_answer_space(catalog):
+    """A fixed random sample of answers × current designs × control states: every record leads
+    right, cites nothing internal, prints no refused command and stays short."""
+    import random
+
+    from advisor.review import render
+
+    rng = random.Random(8)
+    lengths = []
+    for _ in range(300):
+        answers = {q.id: rng.choice(q.values) for q in catalog.questions if rng.random() < 0.45}
+        sid = rng.choice(catalog.strategy_ids)
+        states = {c.id: rng.choice(["yes", "no", "unknown"]) for c in catalog.strategy(sid).controls if rng.random() < 0.5}
+        r = review(answers, catalog, current=CurrentDesign(sid, states))
+        text = render(r, catalog, date=DAY)
+        lengths.append(len(text.splitlines()))
+        assert not re.search(r"\bseeds?\b|§|shared/", text, re.I), answers
+        assert "advisor generate stream-checkpoint" not in text
+        if r.missing:
+            assert r.findings[0].status == "no" and "**Fits.**" not in text, answers
+        lines = [ln.strip() for ln in text.splitlines() if len(ln.strip()) > 30]
+        assert len(lines) == len(set(lines)), answers
+    lengths.sort()
+    assert lengths[len(lengths) * 9 // 10] <= 100 and lengths[-1] <= 110, lengths[-10:]
