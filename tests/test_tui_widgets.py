@@ -95,3 +95,52 @@ def test_event_lines(event: dict[str, object], expected: str | None) -> None:
 )
 def test_verdict(report: dict[str, object], expected: str) -> None:
     assert verdict(report).plain.startswith(expected)
+
+
+@pytest.mark.parametrize(
+    ("index", "answered", "asked", "marks", "summary"),
+    [
+        # the start: everything still to ask
+        (0, set(), {"a", "b", "c", "d"}, "◉○○○", "question 1 of 4 · recovery point · 3 more to ask"),
+        # two answered, one skipped ahead: the count of what is left leaves it out
+        (2, {"a", "b"}, {"a", "b", "c"}, "●●◉·", "question 3 of 4 · recovery point · the last one to ask, 1 skipped (a: ask all)"),
+        # a skipped question behind the current one is still counted as skipped
+        (3, {"a"}, {"a", "d"}, "●··◉", "question 4 of 4 · your job · the last one to ask, 2 skipped (a: ask all)"),
+    ],
+)
+def test_step_bar_marks_and_summary(index: int, answered: set[str], asked: set[str], marks: str, summary: str) -> None:
+    from advisor.tui.widgets.step_bar import step_marks, step_summary
+
+    got = step_marks(index, ["a", "b", "c", "d"], answered, asked)
+    assert "".join(got) == marks
+    group = "recovery_point" if index < 3 else "trait"
+    assert step_summary(index, got, group, show_all=False) == summary
+
+
+def test_step_summary_when_asking_all() -> None:
+    from advisor.tui.widgets.step_bar import step_summary
+
+    assert step_summary(0, ["◉", "○"], "recovery_point", show_all=True).endswith("1 more to ask (asking all: a skips again)")
+
+
+@pytest.mark.parametrize(
+    ("question", "value", "expected"),
+    [
+        ("duration", "seconds", "duration = seconds"),  # the id in words, the label's short form
+        ("work_shape", None, "work shape"),  # unanswered: the question alone
+    ],
+)
+def test_answer_words(catalog, question: str, value: str | None, expected: str) -> None:  # type: ignore[no-untyped-def]
+    from pathlib import Path
+
+    from advisor.tui.session import Session
+    from advisor.tui.widgets.alerts import answer_words
+
+    assert answer_words(Session(catalog, Path(".")), question, value) == expected
+
+
+@pytest.mark.parametrize(("margin", "words"), [(1.0, "1 point"), (0.0, "0 points"), (1.5, "1.5 points")])
+def test_points(margin: float, words: str) -> None:
+    from advisor.tui.widgets.alerts import points
+
+    assert points(margin) == words

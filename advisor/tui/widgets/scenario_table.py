@@ -1,4 +1,4 @@
-"""The seed's scenario table, with the row that matches the answers marked."""
+"""The scenario table (typical jobs and their strategy), with the row that matches the answers marked."""
 
 from __future__ import annotations
 
