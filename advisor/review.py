@@ -42,6 +42,10 @@ KILL_WINDOWS: tuple[tuple[str, tuple[str, ...], str], ...] = (
     ("work_shape", ("single_task",), "in the middle of the task, after its first effect"),
 )  # fmt: skip
 DRILL_RECORDS, DRILL_KILLS = 2000, 10
+# Template variants an answer selects: (strategy, question, value) → `advisor generate` options.
+# These variants run one worker per data directory and do not retry a failing service, so the
+# drill gets neither --workers nor --fail-rate (the generated drill would refuse them).
+VARIANTS = {("checkpoint", "recovery_point_store", "local_disk"): " --set checkpoint_store=file"}
 
 
 @dataclass(frozen=True)
@@ -314,15 +318,17 @@ def _verification(
         steps.append(claims[0].upper() + claims[1:] + ".")
     windows = list(dict.fromkeys(text for qid, values, text in KILL_WINDOWS if answers.get(qid) in values))
     aim = "; ".join(windows) if windows else "at random moments while work is in flight"
+    variant = next((v for v in VARIANTS if v[0] == target.id and answers.get(v[1]) == v[2]), None)
+    options, single_worker = (VARIANTS[variant], True) if variant else ("", False)
     flags = f"--records {DRILL_RECORDS} --kills {DRILL_KILLS} --json"
-    if answers.get("workers") == "many":
+    if answers.get("workers") == "many" and not single_worker:
         flags += " --workers 3"
-    if answers.get("external_effects") in ("idempotent_api", "queryable_api", "plain_api"):
+    if answers.get("external_effects") in ("idempotent_api", "queryable_api", "plain_api") and not single_worker:
         flags += " --fail-rate 0.2"
     if target.id in _generated():
         pkg = _slug().replace("-", "_")
         steps.append(
-            f"Prove the mechanism on the generated reference first: `advisor generate {target.id} ./{_slug()}`, then"
+            f"Prove the mechanism on the generated reference first: `advisor generate {target.id} ./{_slug()}{options}`, then"
             f" `cd {_slug()} && PYTHONPATH=src python -m {pkg} drill {flags}` — accept only `lost = 0` and"
             " `duplicate_effects = 0`."
         )

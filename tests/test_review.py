@@ -239,6 +239,14 @@ def test_the_queries_that_prove_it_are_spelled_out_for_new_controls(catalog):
     assert "the queries in the checks of findings" in fitting and "SELECT call_key" not in fitting
 
 
+def test_a_job_without_a_database_drills_the_file_variant(catalog):
+    """local_disk selects the checkpoint file variant: one worker, no --workers / --fail-rate."""
+    answers = {**BATCH, "recovery_point_store": "local_disk"}
+    plan = section(record(catalog, answers), "## Verification plan")
+    assert "`advisor generate checkpoint ./continuity-job --set checkpoint_store=file`" in plan
+    assert "--workers" not in plan and "--fail-rate" not in plan
+
+
 def test_no_command_the_advisor_would_refuse(catalog):
     """stream-checkpoint has no template yet: never print `advisor generate stream-checkpoint`."""
     from advisor.scaffold import generated_strategies
