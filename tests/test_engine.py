@@ -293,3 +293,25 @@ def test_open_questions_can_keep_those_that_still_shape_the_recipe(catalog):
     # the external effects no longer change the mechanism of a flow, but they change how its
     # duplicates are avoided (look the call up, resend, or park it)
     assert "external_effects" in shaping
+
+
+# One answer alone: only an answer that decides the mechanism picks an event log or a stream
+# framework; the rest stay with the simple defaults (a rerun with a key, a checkpoint) or the
+# step tracking their answer names.
+SINGLE = [
+    ("work_shape", "unbounded_stream", "stream-checkpoint"),  # what stream frameworks are for
+    ("recovery_point_store", "stream_engine", "stream-checkpoint"),  # the framework already keeps it
+    ("work_shape", "multi_step_flow", "state-machine"),  # steps to track
+    ("nondeterminism", "nondeterministic", "state-machine"),  # results journaled per step
+    ("audit", "required", "event-sourcing"),  # history is the point
+    ("recovery_point_store", "event_log", "event-sourcing"),  # the changes are already events
+    ("inbound_duplicates", "possible", "idempotent-retry"),  # a dedupe key, not a ledger
+    ("recovery_point_store", "broker_or_orchestrator", "idempotent-retry"),  # the platform retries the task
+    ("work_shape", "single_task", "idempotent-retry"),  # rerun it whole
+    ("work_shape", "record_batch", "checkpoint"),  # a position to record
+]
+
+
+@pytest.mark.parametrize("question,value,expected", SINGLE)
+def test_one_answer_alone(catalog, question, value, expected):
+    assert recommend({question: value}, catalog).top.strategy.id == expected
