@@ -1,0 +1,219 @@
+"""The review's plans: the migration path from the current design and the verification plan.
+
+Both are worded for the answers and the findings; neither prints a command the advisor would
+refuse (a strategy without a template gets a drill of the job itself). Pure text building.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING
+
+from advisor.catalog import Catalog, Control, Strategy
+from advisor.engine import Recommendation
+
+if TYPE_CHECKING:
+    from advisor.answers import CurrentDesign
+    from advisor.review import Finding
+
+# Where the kills that matter land, by answer (the verification plan aims the drill there).
+KILL_WINDOWS: tuple[tuple[str, tuple[str, ...], str], ...] = (
+    ("external_effects", ("idempotent_api", "queryable_api", "plain_api"),
+     "between an external call and the commit that records it"),
+    ("outputs", ("outside_store",), "while an output file or object is half written"),
+    ("work_shape", ("record_batch",), "in the middle of a batch, after some of its results are written"),
+    ("work_shape", ("multi_step_flow",), "between two steps of a flow"),
+    ("work_shape", ("entity_changes",), "between an append and the subscriber's commit"),
+    ("work_shape", ("unbounded_stream",), "in the middle of a micro-batch (kill an executor, then the driver)"),
+    ("work_shape", ("single_task",), "in the middle of the task, after its first effect"),
+)  # fmt: skip
+DRILL_RECORDS, DRILL_KILLS = 2000, 10
+# Template variants an answer selects: (strategy, question, value) → `advisor generate` options.
+# These variants run one worker per data directory and do not retry a failing service, so the
+# drill gets neither --workers nor --fail-rate (the generated drill would refuse them).
+VARIANTS = {("checkpoint", "recovery_point_store", "local_disk"): " --set checkpoint_store=file"}
+
+
+def depends_on_unanswered(control: Control, answers: Mapping[str, str]) -> bool:
+    return any(q not in answers for q in control.applies_when)
+
+
+def unanswered_conditions(control: Control, answers: Mapping[str, str]) -> str:
+    """"`outputs` is `outside_store`" for the conditions of a control not answered yet."""
+    return " and ".join(
+        f"`{q}` is " + " or ".join(f"`{v}`" for v in values) for q, values in control.applies_when.items() if q not in answers
+    )
+
+
+def numbers(findings: Sequence[Finding]) -> str:
+    nums = [f.number for f in findings]
+    if not nums:
+        return ""
+    if len(nums) == 1:
+        return f"finding {nums[0]}"
+    if nums == list(range(nums[0], nums[-1] + 1)):
+        return f"findings {nums[0]}–{nums[-1]}"
+    return "findings " + ", ".join(map(str, nums))
+
+
+def ids(controls: Sequence[Control]) -> str:
+    return ", ".join(f"`{c.id}`" for c in controls)
+
+
+def migration_path(
+    target: Strategy,
+    design: CurrentDesign | None,
+    findings: tuple[Finding, ...],
+    in_place: tuple[Control, ...],
+    answers: Mapping[str, str],
+    rec: Recommendation,
+    catalog: Catalog,
+    current_fits: bool,
+) -> tuple[tuple[str, ...], tuple[str, ...], tuple[Control, ...]]:
+    """(ordered steps, what to keep, the target's controls still to build)."""
+    target_controls = [c.worded(answers) for c in target.controls if c.applies(answers)]
+    if design is None:
+        steps = [f"Build it: {_where(rec, target)}"]
+        if target.id in _generated():
+            steps.append(f"Start from the generated reference (`advisor generate {target.id} ./{_slug()}`) and move the real work into it.")
+        steps.append("Put each essential control below in place before the first production run.")
+        return tuple(steps), (), tuple(target_controls)
+
+    current = catalog.strategy(design.strategy)
+    missing = [f for f in findings if f.status == "no"]
+    unknown = [f for f in findings if f.status == "unknown"]
+    if current.id == target.id:
+        steps = []
+        if missing:
+            steps.append(f"Close {numbers(missing)} first ({ids([f.control for f in missing])}): that is where this design loses or repeats work today.")
+        if unknown:
+            steps.append(f"Run the checks of {numbers(unknown)}; fix each one that turns out missing, in that order.")
+        if not findings:
+            steps.append("Nothing to change: repeat the verification plan after every change to the job's recovery code.")
+        keep = [
+            f"the category — {current.name} fits these answers; no rewrite is needed"
+            if current_fits
+            else f"the category, by the team's choice — though {current.name} does not fit these answers (see above)"
+        ]
+        if in_place:
+            keep.append(f"the controls in place: {ids(in_place)}")
+        return tuple(steps), tuple(keep), ()
+
+    target_ids = {c.id for c in target_controls}
+    carry = [f for f in missing if f.control.id in target_ids]
+    drop = [f for f in findings if f.control.id not in target_ids]
+    kept = [c for c in in_place if c.id in target_ids]
+    checked = [f for f in unknown if f.control.id in target_ids]
+    described = {k.id for k in kept} | {f.control.id for f in findings}
+    to_build = tuple(c for c in target_controls if c.id not in described)
+    steps = []
+    if carry:
+        steps.append(f"While {current.name} still runs, close {numbers(carry)} ({ids([f.control for f in carry])}): {target.name} needs the same control, so the work carries over.")
+    if checked:
+        steps.append(f"Run the checks of {numbers(checked)}: {target.name} needs those controls too; fix each one that turns out missing.")
+    if drop:
+        steps.append(
+            f"{numbers(drop).capitalize()} ({ids([f.control for f in drop])}) disappears with {target.name};"
+            " patch it in the current design only if the switch is weeks away."
+        )
+    steps.append(f"Add the recovery point: {_where(rec, target)}")
+    if to_build:
+        steps.append(f"Build the essential controls of {target.name} (listed below the steps), one at a time, each with its check.")
+    if target.adopt:
+        steps.append(f"Switch over: {target.adopt}")
+    steps.append(f"Stop the {current.name} workers with SIGTERM at a safe point, start the new ones, and retire the old path once the verification plan passes.")
+    keep_text = [f"the controls that carry over: {ids(kept)}"] if kept else []
+    keep_text.append("the job's own business logic; only how it records progress and calls out changes")
+    return tuple(steps), tuple(keep_text), to_build
+
+
+def _where(rec: Recommendation, target: Strategy) -> str:
+    recipe = rec.recipe if rec.top.strategy.id == target.id else None
+    return recipe.where if recipe is not None else target.recovery_point.where
+
+
+def _generated() -> frozenset[str]:
+    """Strategies the template can generate today (never print a command the advisor would refuse)."""
+    try:
+        from advisor.scaffold import generated_strategies
+    except Exception:  # pragma: no cover - the template is part of the package
+        return frozenset()
+    return generated_strategies()
+
+
+def _slug() -> str:
+    return "continuity-job"  # the template's default project name gives package `continuity_job`
+
+
+def verification_plan(
+    target: Strategy,
+    answers: Mapping[str, str],
+    findings: tuple[Finding, ...],
+    in_place: tuple[Control, ...],
+    to_build: tuple[Control, ...],
+) -> tuple[str, ...]:
+    steps = []
+    claims = (
+        f"controls marked in place ({ids(in_place)}) are claims until their checks pass too"
+        f" (`advisor explain {target.id}` lists every check)"
+        if in_place
+        else ""
+    )
+    if findings:
+        steps.append(
+            f"Close {numbers(findings)}: {'each' if len(findings) > 1 else 'it'} is closed when its check passes,"
+            " not when the fix is merged"
+            + (f"; {claims}." if claims else ".")
+        )
+    elif claims:
+        steps.append(claims[0].upper() + claims[1:] + ".")
+    windows = list(dict.fromkeys(text for qid, values, text in KILL_WINDOWS if answers.get(qid) in values))
+    aim = "; ".join(windows) if windows else "at random moments while work is in flight"
+    variant = next((v for v in VARIANTS if v[0] == target.id and answers.get(v[1]) == v[2]), None)
+    options, single_worker = (VARIANTS[variant], True) if variant else ("", False)
+    flags = f"--records {DRILL_RECORDS} --kills {DRILL_KILLS} --json"
+    if answers.get("workers") == "many" and not single_worker:
+        flags += " --workers 3"
+    if answers.get("external_effects") in ("idempotent_api", "queryable_api", "plain_api") and not single_worker:
+        flags += " --fail-rate 0.2"
+    if target.id in _generated():
+        pkg = _slug().replace("-", "_")
+        steps.append(
+            f"Prove the mechanism on the generated reference first: `advisor generate {target.id} ./{_slug()}{options}`, then"
+            f" `cd {_slug()} && PYTHONPATH=src python -m {pkg} drill {flags}` — accept only `lost = 0` and"
+            " `duplicate_effects = 0`."
+        )
+    else:
+        steps.append(
+            f"No generated reference exists for {target.name} yet: drill a staging copy of the job itself —"
+            f" {DRILL_KILLS} kill -9s at random moments, restart after each, then compare input and output."
+        )
+    steps.append(
+        f"Drill the real job the same way, with kills aimed at these moments: {aim} (a sleep or a breakpoint"
+        " there makes the window reproducible). After every kill nothing may be missing or applied twice."
+    )
+    on_reference = " (`drill --sigterm` on the generated reference)" if target.id in _generated() else ""
+    if answers.get("unit_vs_notice") == "longer_than_notice":
+        steps.append(
+            f"Send SIGTERM in the middle of a unit{on_reference}: the unit's progress must be saved within the"
+            " notice (Kubernetes' grace period, 30 s by default; the 2-minute spot notice)."
+        )
+    else:
+        steps.append(
+            f"Send SIGTERM instead of SIGKILL{on_reference}: every stop records its progress and exits 0 within the"
+            " grace period."
+        )
+    # The queries that prove it: spelled out for controls the record does not print a check for,
+    # referred to by finding number for the others.
+    queries = [(c, q) for c in to_build for q in _SQL.findall(c.how_to_check)[:1]]
+    shown = [f for f in findings if _SQL.search(f.control.how_to_check)]
+    parts = [f"`{q}` (`{c.id}`)" for c, q in queries]
+    if shown:
+        parts.append(f"the queries in the checks of {numbers(shown)}")
+    if parts:
+        steps.append(f"In production, after each incident and each drill, these return no rows: {'; '.join(parts)}.")
+    return tuple(steps)
+
+
+_SQL = re.compile(r"`(SELECT (?:(?!\.\.\.)[^`])+? FROM (?:(?!\.\.\.)[^`])+)`")  # a whole query, no "..." placeholders

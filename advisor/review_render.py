@@ -1,0 +1,226 @@
+"""The review as Markdown: findings, the fit, the plans, then the MADR sections — each thing once.
+
+What a user reads stands on its own: catalog text passes through :func:`clean`, a safety net
+that drops citations of the internal source material.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import re
+from typing import TYPE_CHECKING
+
+from advisor.catalog import Catalog, Pitfall
+from advisor.engine import Ranked
+from advisor.review_plan import depends_on_unanswered, ids, numbers, unanswered_conditions
+
+if TYPE_CHECKING:
+    from advisor.review import Finding, Review
+
+# Pitfalls the verification plan itself answers (it is the crash drill), never listed apart.
+ANSWERED_BY_THE_PLAN = ("untested-recovery",)
+
+_SEED_CITATION = re.compile(r"\s*\((?:seed )?\d{3} §[^)]*\)|\s*\(seed[^)]*\)")
+_SEED_WORDS = re.compile(r"\b(the seed's advice|the seed's default|the seed measured|the seed's|the seed)\b", re.I)
+_SEED_REPLACEMENTS = {"the seed's advice": "the usual advice", "the seed's default": "the default",
+                      "the seed measured": "measured", "the seed's": "the", "the seed": "the source"}  # fmt: skip
+
+
+def clean(text: str) -> str:
+    """User-facing text never cites the internal source material (a safety net over the catalog's words)."""
+    text = _SEED_CITATION.sub("", text)
+
+    def swap(m: re.Match[str]) -> str:
+        new = _SEED_REPLACEMENTS[m.group(0).lower()]
+        return new[0].upper() + new[1:] if m.group(0)[0].isupper() else new
+
+    return _SEED_WORDS.sub(swap, text)
+
+
+def _fit_heading(r: Review) -> list[str]:
+    v = r.verdict
+    assert v is not None
+    if not v.fits:
+        out = [f"**Does not fit.** {v.summary}"]
+        if v.risks:
+            out += ["", "What it risks with these answers:"] + [f"- {clean(x)}" for x in v.risks]
+        else:
+            out += ["", f"Nothing in these answers counts against it; {r.rec.top.strategy.name} simply fits them better."]
+        return out
+    if r.missing:
+        return [
+            f"**Right category, missing controls.** {v.summary} The gap is how it is built — {numbers(r.missing)}"
+            " above — not the category: fix those before considering a rewrite."
+        ]
+    if r.unknown:
+        return [f"**Fits, if the unknown controls hold.** {v.summary} Check {numbers(r.unknown)} above."]
+    return [f"**Fits.** {v.summary} Every essential control that applies is in place."]
+
+
+def _finding_lines(f: Finding, dropped: bool = False) -> list[str]:
+    c = f.control
+    label = "Missing" if f.status == "no" else "Unknown"
+    here = f" Here: {'; '.join(f.here)}." if f.here else ""
+    out = [f"{f.number}. **{label}: {c.question}** (`{c.id}`){here}"]
+    fix = c.fix + (f" See {c.reference}" if c.reference else "")
+    if f.status == "no" and not dropped:  # what the incident is about: one line each
+        return out + [f"   - Why: {c.why}", f"   - Check: {c.how_to_check}", f"   - Fix: {fix}"]
+    return out + [f"   - Why: {_end(c.why)} *Check:* {_end(c.how_to_check)} *Fix:* {fix}"]
+
+
+def _end(text: str) -> str:
+    return text if text.endswith((".", "?", "!")) else text + "."
+
+
+def _answers_line(r: Review, catalog: Catalog) -> str:
+    parts = [f"{catalog.question(q).choice(v).label} (`{q}={v}`)" for q, v in r.rec.answers.items()]
+    unanswered = len(catalog.questions) - len(parts)
+    tail = f" {unanswered} questions unanswered." if unanswered else ""
+    return ("The answers: " + "; ".join(parts) + "." if parts else "No questions answered.") + tail
+
+
+def _option_line(i: int, ranked: Ranked, r: Review) -> str:
+    s = ranked.strategy
+    head = f"{i}. **{s.name}** (`{s.id}`, score {ranked.score:g})"
+    if ranked.strategy.id == r.target.strategy.id:
+        return f"{head} — chosen; see the outcome."
+    if ranked.ruled_out:
+        why = f"ruled out: {clean(ranked.ruled_out[0])}"
+    else:
+        why = f"ranked lower: {clean((r.rec.why_not.get(s.id) or ('ranked lower',))[0])}"
+    return f"{head} — {_joined(why)} Good: {_joined(*s.pros)} Bad: {_joined(*s.cons)}"
+
+
+def _joined(*items: str) -> str:
+    """Sentences joined with '; ', one final full stop."""
+    return "; ".join(i.rstrip(". ") for i in items) + "."
+
+
+def _watch(r: Review) -> list[Pitfall]:
+    """The target's pitfalls that these answers call out (their conditions hold, not merely
+    unanswered) and that no essential control already covers. The rest: `advisor explain`."""
+    target = r.target.strategy
+    covered = {p for c in target.controls for p in c.covers}
+    answers = r.rec.answers
+    return [
+        p
+        for p in r.rec.pitfalls_for(target.id)
+        if p.id not in covered
+        and p.id not in ANSWERED_BY_THE_PLAN
+        and p.applies_when
+        and all(answers.get(q) in values for q, values in p.applies_when.items())
+    ]
+
+
+def render(r: Review, catalog: Catalog, *, title: str = "the long-running job", date: _dt.date | None = None) -> str:
+    s = r.target.strategy
+    rec = r.rec
+    day = (date or _dt.date.today()).isoformat()
+    out = [f"# Continuity mechanism for {title}: {s.name}", "", "* Status: proposed", f"* Date: {day}", "* Deciders: (fill in)"]
+    if r.current is not None:
+        out.append(f"* Current design: {catalog.strategy(r.current.strategy).name} (`{r.current.strategy}`)")
+
+    if r.current is not None and r.verdict is not None:
+        current = catalog.strategy(r.current.strategy)
+        out += ["", "## Findings", ""]
+        unknown = len(r.unknown) + len(r.replaced) + len(r.undecided)
+        counts = f"{len(r.missing)} missing, {unknown} unknown, {len(r.in_place)} in place"
+        out.append(f"Essential controls of {current.name} for these answers: {counts}.")
+        if r.findings:
+            out.append("")
+            kept = {c.id for c in r.target.strategy.controls}
+            for f in r.findings:  # a missing control the migration drops: the short form
+                out += _finding_lines(f, dropped=r.current.strategy != r.target.strategy.id and f.control.id not in kept)
+        rest = ([f"In place: {ids(r.in_place)}."] if r.in_place else []) + (
+            [f"Unknown, but replaced or rebuilt by the migration below: {ids(r.replaced)}."] if r.replaced else []
+        ) + ([f"Not needed with these answers: {ids(r.not_needed)}."] if r.not_needed else [])
+        if r.undecided:
+            rest.append(
+                "Unknown, and needed only if: "
+                + "; ".join(f"{unanswered_conditions(c, r.rec.answers)} (`{c.id}`)" for c in r.undecided)
+                + " — answer those questions, or check these too (`advisor explain "
+                + r.current.strategy + "`)."
+            )
+        if rest:
+            out += ["", " ".join(rest)]
+        out += ["", "### Does the category fit?", ""] + _fit_heading(r)
+
+    out += ["", "## Migration path" if r.current is not None else "## Build plan", ""]
+    out += [f"{i}. {step}" for i, step in enumerate(r.migration, 1)]
+    if r.keep:
+        out += ["", "Keep: " + "; ".join(r.keep) + "."]
+    if r.to_build:
+        out += ["", f"Essential controls of {s.name} to put in place:"]
+        out += [
+            f"- [ ] **{c.question}** (`{c.id}`) {c.fix}"
+            + (f" See {c.reference}" if c.reference else "")
+            + (f" *Only if* {unanswered_conditions(c, rec.answers)}." if depends_on_unanswered(c, rec.answers) else "")
+            for c in r.to_build
+        ]
+
+    out += ["", "## Verification plan", ""] + [f"{i}. {step}" for i, step in enumerate(r.verification, 1)]
+
+    out += ["", "## Context and problem statement", ""]
+    if r.context:
+        out += [r.context, ""]
+    else:
+        out += [
+            f"{title[0].upper() + title[1:]} can be killed mid-way (crash, deploy, scale-in, OOM, kill -9)."
+            " Which continuity mechanism lets it continue without losing progress and without repeating"
+            " side effects?",
+            "",
+        ]
+    out.append(_answers_line(r, catalog))
+
+    out += ["", "## Decision drivers", ""]
+    drivers = [clean(b) for b in r.target.because[:4]]
+    out += [f"- {d}" for d in drivers] or ["- No answer favours any strategy yet; the simplest sound default applies."]
+    out += [f"- Conflicting answers: {clean(w.message)}" for w in rec.warnings]
+
+    out += ["", "## Considered options", ""]
+    current_id = r.current.strategy if r.current else None
+    ruled = [x for x in rec.ranking if x.ruled_out and x.strategy.id not in (r.target.strategy.id, current_id)]
+    ruled = ruled if len(ruled) > 1 else []  # one line each unless several can share one
+    listed = [x for x in rec.ranking if x not in ruled]
+    out += [_option_line(i, ranked, r) for i, ranked in enumerate(listed, 1)]
+    if ruled:
+        out += ["", "Ruled out by these answers: " + " ".join(
+            f"**{x.strategy.name}** (`{x.strategy.id}`): {clean(x.ruled_out[0])}" for x in ruled
+        )]  # fmt: skip
+
+    out += ["", "## Decision outcome", ""]
+    if r.target is rec.top:
+        out.append(f'Chosen option: "{s.name}" (`{s.id}`), because it ranks first on the drivers above.')
+    elif r.verdict is not None and r.verdict.fits and r.target.strategy.id == r.verdict.strategy:
+        out.append(
+            f'Chosen option: "{s.name}" (`{s.id}`), the current category: it fits these answers'
+            f" ({rec.top.strategy.name} ranks first by {rec.top.score - r.target.score:g} points, not enough to justify a rewrite)."
+        )
+    else:
+        gaps = "; ".join(clean(g) for g in rec.why_not.get(s.id, ())) or "none named"
+        out.append(f'Chosen option: "{s.name}" (`{s.id}`). The advisor ranked {rec.top.strategy.name} first; this choice accepts: {gaps}.')
+    close = rec.close_call
+    if close is not None and r.target is rec.top:
+        settle = "; ".join(f"`{x.question}={x.value}` → {x.would_pick}" for x in close.settle[:3])
+        out.append(
+            f"Close call: {close.margin:g} points ahead of {close.runner_up}."
+            + (f" What would settle it: {settle}." if settle else "")
+        )
+    elif rec.swings and r.target is rec.top:
+        swings = "; ".join(f"`{w.question}={w.value}` → {w.would_pick}" for w in rec.swings[:3])
+        out.append(f"Unanswered questions that would change it: {swings}.")
+    recipe = rec.recipe if r.target is rec.top else None
+    rp = s.recovery_point
+    out += [
+        "",
+        f"- Where the recovery point lives: {recipe.where if recipe else rp.where}",
+        f"- How often it is recorded: {recipe.how_often if recipe else rp.how_often}",
+        f"- How duplicates and omissions are avoided: {recipe.duplicates if recipe else rp.duplicates}",
+    ]
+
+    out += ["", "### Consequences", ""]
+    out += [f"- Good: {_joined(*s.pros)}", f"- Bad: {_joined(*(clean(c) for c in s.cons + s.costs))}"]
+    out += [f"- Note: {clean(n)}" for n in rec.notes]
+    out += [f"- Watch: **{p.title}** — {clean(rec.fix(p))}" for p in _watch(r)]
+    out.append(f"- Every pitfall of {s.name}, with its fix: `advisor explain {s.id}`.")
+    return "\n".join(out) + "\n"
