@@ -83,7 +83,9 @@ def cmd_recommend(args: argparse.Namespace) -> int:
         return failed
     top, close = rec.top, rec.close_call
     name = f"{top.strategy.name} ({top.strategy.id})"
-    if close is None:
+    if not top.allowed:
+        print(f"No strategy fits these answers as given (see Conflicting answers); the closest: {name}")
+    elif close is None:
         print(f"Recommended: {name}, score {top.score:g}")
     else:
         other = catalog.strategy(close.runner_up)

@@ -388,8 +388,8 @@ def recommend(answers: Mapping[str, str], catalog: Catalog) -> Recommendation:
         warnings.append(Warning(
             "everything-ruled-out",
             "Every strategy is ruled out by some answer, so these answers contradict each other; "
-            f"{top.strategy.name} ranks first only on points. Revisit the answers its own "
-            "'ruled out' lines name.",
+            f"{top.strategy.name} comes first because the answers against it weigh least. Revisit "
+            "the answers its 'ruled out' lines name.",
             tuple(dict.fromkeys(q for r in ranking for q in _rule_questions(r.strategy, answers))),
         ))  # fmt: skip
 

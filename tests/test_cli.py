@@ -54,6 +54,9 @@ def test_recommend_text_shows_the_winners_objections_conflicts_and_close_calls(c
     assert code == 0 and "Conflicting answers" in out and "revisit: recovery_point_store, acceptable_loss" in out
     code, out, _ = run(capsys, *argv, "--strict")
     assert code == 2 and "Conflicting answers" in out
+    # when the answers rule every strategy out, the headline doesn't pretend to recommend
+    code, out, _ = run(capsys, *argv, "--set", "work_shape=multi_step_flow")
+    assert out.startswith("No strategy fits these answers as given") and "closest: State machine" in out
     code, out, _ = run(capsys, *argv, "--json", "--strict")
     assert code == 2 and json.loads(out)["warnings"][0]["id"] == "nowhere-but-keep-progress"
     # a tie never reads as a plain "Recommended", and it says what would settle it
