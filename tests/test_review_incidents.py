@@ -19,10 +19,11 @@ class Case:
     source: str
     answers: dict[str, str]
     current: str
-    missing: str  # the control the incident shows was missing: it must be finding 1
+    missing: str | None  # the control the incident shows was missing: it must be finding 1
     in_place: tuple[str, ...] = ()
     fits: bool = True  # the category itself is right (the error class 5)
     also_missing: tuple[str, ...] = field(default_factory=tuple)
+    builds: str | None = None  # when the category is wrong: a control the migration must build
 
 
 CASES = {
@@ -139,15 +140,45 @@ CASES = {
          "nondeterminism": "nondeterministic", "work_discovery": "discovered", "input_replay": "not_replayable",
          "unit_vs_notice": "longer_than_notice", "kill_control": "can_defer"},
         "state-machine", "journal-nondeterministic-results", also_missing=("sigterm-within-grace",)),
+    # Spot training on SageMaker: checkpoints went to the instance, a restart found none in S3.
+    "sagemaker-spot-training-from-scratch": Case(
+        "aws/sagemaker-python-sdk#1040",
+        {"recovery_point_store": "object_storage", "acceptable_loss": "one_batch", "duration": "hours",
+         "work_shape": "record_batch", "workers": "one", "external_effects": "none", "kill_control": "none"},
+        "checkpoint", "resumes-from-latest", in_place=("checkpoint-by-time-and-count",)),
+    # An orchestrator failed a task over and ran it twice; the load appended blindly.
+    "dolphinscheduler-fake-death-duplicates": Case(
+        "apache/dolphinscheduler#8110",
+        {"recovery_point_store": "broker_or_orchestrator", "duplicate_cost": "annoying", "work_shape": "single_task",
+         "workers": "many", "inbound_duplicates": "possible"},
+        "idempotent-retry", "unique-key-with-effect", also_missing=("lease-longer-than-run",)),
+    # An agent graph rerun from zero after every failure: reruns are the wrong category for it.
+    "hive-agents-restart-from-zero": Case(
+        "aden-hive/hive#2324",
+        {"duration": "hours", "work_shape": "multi_step_flow", "nondeterminism": "nondeterministic"},
+        "idempotent-retry", None, fits=False, builds="journal-nondeterministic-results"),
 }  # fmt: skip
 
 
 def _design(case: Case) -> CurrentDesign:
-    states = {case.missing: "no", **{c: "no" for c in case.also_missing}, **{c: "yes" for c in case.in_place}}
+    states = {**{c: "no" for c in case.also_missing}, **{c: "yes" for c in case.in_place}}
+    if case.missing:
+        states[case.missing] = "no"
     return CurrentDesign(case.current, states)
 
 
-@pytest.mark.parametrize("name", CASES)
+@pytest.mark.parametrize("name", [n for n, c in CASES.items() if c.missing is None])
+def test_a_wrong_category_gets_a_migration_that_builds_what_was_missing(catalog, name):
+    case = CASES[name]
+    r = review(case.answers, catalog, current=_design(case))
+    assert r.verdict is not None and not r.verdict.fits
+    assert case.builds in {c.id for c in r.to_build}, (name, [c.id for c in r.to_build])
+    text = decision_record(case.answers, catalog, current=_design(case), date=dt.date(2026, 1, 2))
+    assert "**Does not fit.**" in text and f"`{case.builds}`" in text.split("## Migration path", 1)[1]
+    assert len(text.splitlines()) <= 100
+
+
+@pytest.mark.parametrize("name", [n for n, c in CASES.items() if c.missing])
 def test_the_review_leads_with_the_missing_control(catalog, name):
     case = CASES[name]
     r = review(case.answers, catalog, current=_design(case))
