@@ -24,7 +24,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import yaml
 
 from advisor.errors import CatalogError
 from advisor.paths import strategies_dir
@@ -363,6 +362,8 @@ def _kind(value: object) -> str:
 
 
 def _parse_yaml(path: Path, text: str) -> object:
+    import yaml  # only on a cache miss: the import is a good part of a cached start-up
+
     try:
         return yaml.load(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
     except yaml.YAMLError as exc:
