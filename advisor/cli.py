@@ -239,12 +239,16 @@ def cmd_review(args: argparse.Namespace) -> int:
     from advisor.review import render, review, write_text_safely
 
     catalog = _catalog()
-    context = args.context
-    if args.context_file:
+    context: str | None = args.context
+    context_file: str | None = args.context_file
+    if context is not None and context.startswith("@"):  # --context @incident.txt, as curl reads a file
+        context_file = context[1:]
+        context = None
+    if context_file:
         try:
-            context = Path(args.context_file).read_text(encoding="utf-8")
+            context = Path(context_file).read_text(encoding="utf-8")
         except (OSError, UnicodeDecodeError) as exc:
-            raise AdvisorError(f"--context-file {args.context_file}: cannot be read ({exc}).") from None
+            raise AdvisorError(f"--context-file {context_file}: cannot be read ({exc}).") from None
     given = review_input(
         catalog,
         answers_file=Path(args.answers) if args.answers else None,
@@ -377,7 +381,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--control", metavar="ID=STATE", action="append",
                    help="one essential control of the current design: yes, no or unknown (repeatable;"
                         " `advisor explain ID` lists them)")  # fmt: skip
-    p.add_argument("--context", metavar="TEXT", help="the incident or the job, in the team's words")
+    p.add_argument("--context", metavar="TEXT", help="the incident or the job, in the team's words (@FILE reads a file)")
     p.add_argument("--context-file", metavar="FILE", help="read --context from a file")
     p.add_argument("--chosen", metavar="ID", help="record this strategy as the decision instead of the top pick")
     p.add_argument("--title", default="the long-running job", help="what the record is about")

@@ -151,6 +151,8 @@ def test_review_cli_flags(capsys, tmp_path):
     assert code == 0, err
     text = out_file.read_text()
     assert "charged 14 customers twice" in text
+    code, _, err = run(capsys, "review", "--context", f"@{context}", "--out", str(tmp_path / "e.md"))
+    assert code == 0 and "charged 14 customers twice" in (tmp_path / "e.md").read_text()
     assert "1. **Missing: Is the key derived from the input" in text
 
 
