@@ -195,3 +195,21 @@ def test_the_why_tab_shows_against_lines_rule_outs_and_the_recipe_for_the_answer
             assert "Ruled out by your answers" in why and " ".join(ruled.ruled_out[0].split()) in why
 
     asyncio.run(walk())
+
+
+def test_when_every_strategy_is_ruled_out_the_headline_says_so(catalog: Catalog, tmp_path: Path) -> None:
+    answers = {"recovery_point_store": "nowhere", "acceptable_loss": "nothing", "work_shape": "unbounded_stream"}
+    rec = recommend(answers, catalog)
+    if rec.top.allowed:
+        pytest.skip("these answers no longer rule out every strategy")
+
+    async def walk() -> None:
+        app = make_app(catalog, answers, workdir=tmp_path)
+        async with app.run_test(size=(80, 24)) as pilot:
+            await open_recommendation(pilot)
+            verdict = " ".join(shown(app, "#verdict").split())
+            assert "No strategy fits these answers" in verdict and rec.top.strategy.name in verdict
+            assert "Recommended" not in verdict
+            assert app.screen.query_one("#conflicts").display
+
+    asyncio.run(walk())

@@ -88,7 +88,7 @@ class ExportScreen(Screen[None]):
         if any(not name.strip() for name, _ in targets):
             self.status("Both file names are needed.")
             return
-        written = []
+        written: list[str] = []
         for name, text in targets:
             try:
                 write_text_safely(session.resolve(name), text, force=force)

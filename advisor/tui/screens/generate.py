@@ -11,6 +11,7 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, VerticalScroll
 from textual.screen import Screen
+from textual.timer import Timer
 from textual.widgets import Button, Footer, Header, Input, Label, Select, Static
 
 from advisor.tui.widgets.next_steps import next_steps
@@ -37,6 +38,7 @@ class GenerateScreen(Screen[None]):
     app: AdvisorApp
     strategy: Any = None
     _last_name = "Continuity Job"
+    _preview_timer: Timer | None = None
 
     def compose(self) -> ComposeResult:
         from advisor.scaffold import template_questions
@@ -110,7 +112,7 @@ class GenerateScreen(Screen[None]):
         """Preview after a short pause in typing (each preview renders the template)."""
         if not self.available:
             return
-        if getattr(self, "_preview_timer", None) is not None:
+        if self._preview_timer is not None:
             self._preview_timer.stop()
         self.query_one("#gen-preview", Static).update(Text("Files it will write: …", style="bold"))
         self._preview_timer = self.set_timer(

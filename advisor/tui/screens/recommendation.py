@@ -130,7 +130,11 @@ class RecommendationScreen(Screen[None]):
         chosen = session.chosen_id(self.rec)
         known, total = len(session.answers), len(session.catalog.questions)
         close = " (a close call)" if self.rec.close_call is not None else ""
-        text = Text.assemble((f"★ Recommended{close}: {top.name}", "bold"), f" · {known}/{total} answered")
+        if self.rec.top.ruled_out:  # every strategy is ruled out: the answers contradict each other
+            head = f"✕ No strategy fits these answers as given; the closest: {top.name}"
+        else:
+            head = f"★ Recommended{close}: {top.name}"
+        text = Text.assemble((head, "bold"), f" · {known}/{total} answered")
         if chosen != top.id:
             text.append(f"\nYou chose: {self.strategy_name(chosen)}", style="bold")
             text.append(" (enter on the top row goes back to it)")
