@@ -103,12 +103,14 @@ def judge_current(rec: Recommendation, current: str) -> Verdict:
     ruled_out = tuple(ranked.ruled_out)
     fits = not ruled_out and (rank == 1 or gap <= FIT_MARGIN)
     name, top = ranked.strategy.name, rec.top.strategy.name
-    if rank == 1:
+    if ruled_out and rank == 1:
+        summary = f"{name} does not fit: these answers rule out every strategy, this one included."
+    elif ruled_out:
+        summary = f"{name} does not fit: these answers rule it out; {top} ranks first."
+    elif rank == 1:
         summary = f"{name} is the advisor's top pick for these answers."
     elif fits:
         summary = f"{name} ranks {rank} of {len(ids)}, {gap:g} points behind {top}: a reasonable fit."
-    elif ruled_out:
-        summary = f"{name} does not fit: these answers rule it out; {top} ranks first."
     else:
         summary = f"{name} does not fit: it ranks {rank} of {len(ids)}, {gap:g} points behind {top}."
     # Only what the answers hold against it: never the winner's strengths reworded, never its
