@@ -9,6 +9,7 @@ answers, so it can be replayed with `advisor recommend --set ...`.
 from __future__ import annotations
 
 import itertools
+import re
 from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
@@ -155,3 +156,29 @@ def test_every_rule_can_fire_and_rules_its_strategy_out(catalog):
         for rule in s.rules:
             answers = {q: values[0] for q, values in rule.when.items()}
             assert recommend(answers, catalog).ranked(s.id).ruled_out, (s.id, rule.say)
+
+
+def test_advice_for_a_plain_api_never_asks_the_service_afterwards(catalog):
+    """SMTP, webhooks and keyless payment APIs can't be asked whether a call happened: neither the
+    recipe nor a pitfall fix may tell the user to look the call up at the service."""
+    lookup = re.compile(r"look(s|ed)? (the call |a call |it )?up at the service|asks? the (external system|service) by",
+                        re.IGNORECASE)  # fmt: skip
+    for answers in itertools.islice(sample_answers(catalog, seed=5), 3000):
+        if answers.get("external_effects") != "plain_api":
+            continue
+        rec = recommend(answers, catalog)
+        assert rec.recipe is not None
+        texts = [rec.recipe.where, rec.recipe.how_often, rec.recipe.duplicates, *rec.recipe.steps]
+        texts += [rec.fix(p) for p in rec.pitfalls]
+        for text in texts:
+            assert not lookup.search(text), (answers, text)
+
+
+def test_event_sourced_advice_never_talks_about_processed_offsets(catalog, model):
+    for answers in itertools.islice(sample_answers(catalog, seed=6), 3000):
+        if not model.pick(answers).startswith("event-sourcing"):
+            continue
+        rec = recommend(answers, catalog)
+        if rec.recipe is not None:
+            texts = [rec.recipe.where, rec.recipe.duplicates, *rec.recipe.steps, *(rec.fix(p) for p in rec.pitfalls)]
+            assert not any("processed_offset" in t for t in texts), answers
