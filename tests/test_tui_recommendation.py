@@ -123,7 +123,7 @@ def test_conflicting_answers_are_named_and_c_revisits_them(catalog: Catalog, tmp
 
             await pilot.press("c")
             assert isinstance(app.screen, QuestionScreen) and app.screen.only == tuple(revisit)
-            assert current_id(app) == revisit[0] and "Revisiting 1 of" in shown(app, "#revisit")
+            assert current_id(app) == revisit[0] and "revisiting 1 of 2" in shown(app, "#steps")
             await pilot.press("3")  # duration: hours or more — no longer a seconds-long stream
             assert current_id(app) == revisit[1]
             await pilot.press("escape")  # straight back to the recommendation, recomputed

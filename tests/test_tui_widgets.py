@@ -144,3 +144,12 @@ def test_points(margin: float, words: str) -> None:
     from advisor.tui.widgets.alerts import points
 
     assert points(margin) == words
+
+
+def test_step_summary_when_revisiting() -> None:
+    from advisor.tui.widgets.step_bar import step_summary
+
+    # the recommendation's jump keys: the count is of the questions revisited, not of the walk
+    assert step_summary(1, ["●", "◉", "·"], "trait", False, (1, 2)) == (
+        "question 2 of 3 · your job · revisiting 1 of 2 (escape returns)"
+    )

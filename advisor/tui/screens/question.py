@@ -51,7 +51,6 @@ class QuestionScreen(Screen[None]):
         yield Header()
         with Vertical(id="question"):
             yield StepBar(id="steps")
-            yield Static("", id="revisit")
             yield Static("", id="asks")
             yield Static("", id="question-help")
             yield OptionList(id="choices")
@@ -75,15 +74,14 @@ class QuestionScreen(Screen[None]):
         questions = session.questions()
         question = questions[self.index]
         ids = [q.id for q in questions]
-        asked = {q for q in ids if session.asks(q)} if not self.only else set(self.only)
-        self.query_one(StepBar).show(
-            self.index, ids, question.group, set(session.answers), asked, session.show_all
-        )
-        revisit = self.query_one("#revisit", Static)
-        revisit.display = bool(self.only)
+        asked = {q for q in ids if session.asks(q)}
+        revisiting = None
         if self.only:
             n = self.only.index(question.id) + 1 if question.id in self.only else 1
-            revisit.update(f"Revisiting {n} of {len(self.only)} · enter answers · escape: back to the recommendation")
+            revisiting = (n, len(self.only))
+        self.query_one(StepBar).show(
+            self.index, ids, question.group, set(session.answers), asked, session.show_all, revisiting
+        )
         self.query_one("#asks", Static).update(question.asks)
         self.query_one("#question-help", Static).update(question.help)
         current = session.answers.get(question.id)

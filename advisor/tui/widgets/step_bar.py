@@ -30,12 +30,17 @@ def step_marks(index: int, ids: Sequence[str], answered: set[str], asked: set[st
     return marks
 
 
-def step_summary(index: int, marks: Sequence[str], group: str, show_all: bool) -> str:
+def step_summary(
+    index: int, marks: Sequence[str], group: str, show_all: bool, revisiting: tuple[int, int] | None = None
+) -> str:
+    """``revisiting=(n, total)``: the recommendation's jump keys walk just those questions."""
     ahead = marks[index + 1 :]
     to_ask = sum(1 for m in ahead if m == TO_ASK)
     skipped = sum(1 for m in marks if m == SKIPPED)
     label = "recovery point" if group == "recovery_point" else "your job"
     text = f"question {index + 1} of {len(marks)} · {label} · "
+    if revisiting is not None:
+        return text + f"revisiting {revisiting[0]} of {revisiting[1]} (escape returns)"
     text += f"{to_ask} more to ask" if to_ask else "the last one to ask"
     if show_all:
         text += " (asking all: a skips again)"
@@ -50,7 +55,14 @@ class StepBar(Static):
     """
 
     def show(
-        self, index: int, ids: Sequence[str], group: str, answered: set[str], asked: set[str], show_all: bool = False
+        self,
+        index: int,
+        ids: Sequence[str],
+        group: str,
+        answered: set[str],
+        asked: set[str],
+        show_all: bool = False,
+        revisiting: tuple[int, int] | None = None,
     ) -> None:
         marks = step_marks(index, ids, answered, asked)
         text = Text()
@@ -58,5 +70,5 @@ class StepBar(Static):
         for i, mark in enumerate(marks):
             text.append(mark, style=styles.get(mark, ""))
             text.append(" " if i != 2 else " │ ")
-        text.append("\n" + step_summary(index, marks, group, show_all))
+        text.append("\n" + step_summary(index, marks, group, show_all, revisiting))
         self.update(text)
