@@ -152,3 +152,7 @@ def test_review_controls_checklist(snap_compare) -> None:  # type: ignore[no-unt
 
 def test_review_findings(snap_compare) -> None:  # type: ignore[no-untyped-def]
     assert snap_compare(app(REVIEWED), press=["v", "2", "y", "n", "right"], terminal_size=(80, 24))
+
+
+def test_review_current_strategy(snap_compare) -> None:  # type: ignore[no-untyped-def]
+    assert snap_compare(app(REVIEWED), press=["v", "down"], terminal_size=(80, 24))
