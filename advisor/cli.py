@@ -108,13 +108,17 @@ def cmd_recommend(args: argparse.Namespace) -> int:
         print(f"\nClose call (a lead under {close.threshold:g} points). What would settle it:")
         if not close.settle:
             print("  - no single answer settles it: weigh the two against each other (advisor explain ID)")
-        for s in close.settle[:8]:
-            verb = "revisit" if s.answered else "answer"
-            outcome = (f"{catalog.strategy(s.would_pick).name} instead" if s.would_pick != top.strategy.id
+        by_question: dict[str, list[str]] = {}
+        for s in close.settle:
+            outcome = (catalog.strategy(s.would_pick).name if s.would_pick != top.strategy.id
                        else f"{top.strategy.name}, clearly")  # fmt: skip
-            print(_bullet(f"{verb} {_label(catalog, s.question, s.value)} → {outcome}"))
-        if len(close.settle) > 8:
-            print(f"  … and {len(close.settle) - 8} more (--json lists them all)")
+            by_question.setdefault(s.question, []).append(f"{s.value} → {outcome}")
+        answered = {s.question for s in close.settle if s.answered}
+        for question, outcomes in list(by_question.items())[:6]:
+            verb = "revisit" if question in answered else "answer"
+            print(_bullet(f"{verb} {question} ({catalog.question(question).asks}): {'; '.join(outcomes)}"))
+        if len(by_question) > 6:
+            print(f"  … and {len(by_question) - 6} more questions (--json lists them all)")
 
     if rec.recipe is not None:
         print("\nThe recovery point, for your answers:")

@@ -64,7 +64,7 @@ def test_recommend_text_shows_the_winners_objections_conflicts_and_close_calls(c
             "--set", "external_effects=plain_api"]  # fmt: skip
     code, out, _ = run(capsys, *argv)
     assert code == 0 and out.startswith("Close call: ") and "Recommended" not in out.splitlines()[0]
-    assert "What would settle it" in out and "duplicate_cost = unacceptable" in out
+    assert "What would settle it" in out and "unacceptable → Event sourcing + idempotent commands" in out
     data = json.loads(run(capsys, *argv, "--json")[1])
     assert data["close_call"]["settle"] and data["recipe"]["where"]
 
