@@ -82,7 +82,31 @@ def render(catalog: Catalog) -> str:
         "", "| strategy | share (some unanswered) | share (all answered) |", "|---|---:|---:|",
     ]  # fmt: skip
     out += [f"| `{sid}` | {partial[sid]:.1%} | {complete[sid]:.1%} |" for sid in partial]
-    out.append("")
+    out += [
+        "", "## Properties the tests hold over the answer space", "",
+        "`tests/test_properties.py` runs each over the same sample plus every combination of the six",
+        "questions that decide the mechanism; `tests/test_calibration.py` holds the model to real",
+        "incidents ([calibration.md](calibration.md)).", "",
+        "- An indivisible task that may be rerun whole never gets an offset checkpoint.",
+        "- A multi-step flow always gets a step-tracking strategy (state machine or event log).",
+        "- Where the recovery point lives (local disk, database, object storage) shapes the recipe,",
+        "  not the mechanism.",
+        "- Unacceptable duplicates never get a strategy without a dedupe record (plain event sourcing",
+        "  never; a stream with plain calls only behind an outbox).",
+        "- Discovered, nondeterministic steps that may not restart from scratch are journaled.",
+        "- An input that can't be replayed never relies on the framework's replay.",
+        "- A ruled-out strategy comes first only when every strategy is ruled out, and then a",
+        "  conflict names the contradicting answers; every conflict rule and every constraint can fire.",
+        "- Every close call names the answers that would settle it.",
+        "- Advice for a plain API never tells you to ask the service afterwards; event-sourced advice",
+        "  never mentions `processed_offset`.",
+        "- No strategy wins 40% or more of the sample; each wins more than 3%.",
+        "", "## For interfaces", "",
+        "`engine.open_questions(answers, catalog)` lists the unanswered questions that can still",
+        "change the pick (trying each alone and after any one other answer); the TUI skips the rest.",
+        "With `recipe=True` it also keeps the questions that still reword the recipe or the fixes.",
+        "",
+    ]  # fmt: skip
     return "\n".join(out)
 
 
