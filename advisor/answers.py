@@ -105,7 +105,9 @@ def validate_current(
     return CurrentDesign(strategy, {c: out[c] for c in known if c in out})
 
 
-def _review_extras(data: Mapping[str, object], catalog: Catalog, source: str) -> tuple[str | None, CurrentDesign | None]:
+def _review_extras(
+    data: Mapping[str, object], catalog: Catalog, source: str
+) -> tuple[str | None, CurrentDesign | None]:
     """The ``context:`` and ``current:`` keys of an answers file, validated."""
     context = data.get("context")
     if context is not None and (not isinstance(context, str) or not context.strip()):
@@ -164,7 +166,8 @@ def load_review_file(path: Path, catalog: Catalog) -> ReviewInput:
 
 
 def load_answers_file(path: Path, catalog: Catalog) -> dict[str, str]:
-    """Read a YAML answers file (``question_id: value`` per line; ``context``/``current`` are checked, then left out)."""
+    """Read a YAML answers file (``question_id: value`` per line; ``context``/``current`` are checked,
+    then left out)."""
     return load_review_file(path, catalog).answers
 
 
@@ -185,7 +188,9 @@ def parse_control_flags(items: Iterable[str], catalog: Catalog, strategy: str) -
     for item in items:
         key, sep, value = item.partition("=")
         if not sep or not key.strip() or not value.strip():
-            raise AnswersError(f"--control {item!r}: expected CONTROL=yes|no|unknown, e.g. --control sigterm-within-grace=no.")
+            raise AnswersError(
+                f"--control {item!r}: expected CONTROL=yes|no|unknown, e.g. --control sigterm-within-grace=no."
+            )
         raw[key.strip()] = value.strip()
     return dict(validate_current(strategy, raw, catalog, source="--control").controls)
 
@@ -211,7 +216,9 @@ def review_input(
     control_flags = list(control_flags)
     if control_flags:
         if design is None:
-            raise AnswersError("--control needs the current strategy: add --current ID (or `current:` in the answers file).")
+            raise AnswersError(
+                "--control needs the current strategy: add --current ID (or `current:` in the answers file)."
+            )
         states = {**design.controls, **parse_control_flags(control_flags, catalog, design.strategy)}
         design = validate_current(design.strategy, states, catalog, source="--control")
     if context is not None and not context.strip():
@@ -237,7 +244,8 @@ def dump_answers(
         lines.append(f"# {q.asks} ({' | '.join(q.values)})")
         lines.append(f"{q.id}: {value}" if value else f"# {q.id}: {UNKNOWN}")
     if current is not None:
-        lines.append(f"# The design under review — `advisor review --answers THIS_FILE`; controls: {' | '.join(CONTROL_VALUES)}")
+        states = " | ".join(CONTROL_VALUES)
+        lines.append(f"# The design under review — `advisor review --answers THIS_FILE`; controls: {states}")
         lines.append("current:")
         lines.append(f"  strategy: {current.strategy}")
         controls = catalog.strategy(current.strategy).controls

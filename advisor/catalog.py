@@ -626,14 +626,17 @@ def load_controls(
             when = _conditions(k, "when", questions)
             if not when:
                 raise k.error("when", "a case needs the answers it holds for")
-            words = {key: k.text(key) if k.data.get(key) is not None else None for key in ("why", "how_to_check", "fix")}
+            words = {
+                key: k.text(key) if k.data.get(key) is not None else None for key in ("why", "how_to_check", "fix")
+            }
             if not any(words.values()):
                 raise k.error("why", "a case rewords at least one of why, how_to_check, fix")
             cases.append(ControlCase(when, words["why"], words["how_to_check"], words["fix"]))
         covers = c.texts("covers", required=False)
         for j, pid in enumerate(covers):
             if pid not in pitfall_ids:
-                raise c.error(f"covers[{j}]", f"{pid!r} is not a pitfall of this strategy; known: {', '.join(pitfall_ids)}")
+                known = ", ".join(pitfall_ids)
+                raise c.error(f"covers[{j}]", f"{pid!r} is not a pitfall of this strategy; known: {known}")
         controls.append(
             Control(
                 id=cid,

@@ -29,7 +29,8 @@ def controls_section(s: Strategy) -> list[str]:
         cond = f" *Applies when* {when(c.applies_when)}." if c.applies_when else ""
         ref = f" See {c.reference}" if c.reference else ""
         cases = f" *Worded for the case when* {'; or '.join(when(k.when) for k in c.cases)}." if c.cases else ""
-        out.append(f"- `{c.id}` — **{c.question}**{cond} *Why:* {c.why} *Check:* {c.how_to_check} *Fix:* {c.fix}{ref}{cases}")
+        words = f"*Why:* {c.why} *Check:* {c.how_to_check} *Fix:* {c.fix}"
+        out.append(f"- `{c.id}` — **{c.question}**{cond} {words}{ref}{cases}")
     return out
 
 

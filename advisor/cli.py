@@ -227,7 +227,8 @@ def cmd_explain(args: argparse.Namespace) -> int:
         print(_wrap(f"problem: {p.problem}", "      "))
         print(_wrap(f"fix: {p.fix}", "      "))
     if s.controls:
-        print(f"\nEssential controls (a review asks each: advisor review --current {s.id} --control ID=yes|no|unknown):")
+        usage = f"advisor review --current {s.id} --control ID=yes|no|unknown"
+        print(f"\nEssential controls (a review asks each: {usage}):")
         for c in s.controls:
             print(f"  - {c.id}: {c.question}")
             print(_wrap(f"check: {c.how_to_check}", "      "))
@@ -385,7 +386,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--control", metavar="ID=STATE", action="append",
                    help="one essential control of the current design: yes, no or unknown (repeatable;"
                         " `advisor explain ID` lists them)")  # fmt: skip
-    p.add_argument("--context", metavar="TEXT", help="the incident or the job, in the team's words (@FILE reads a file)")
+    p.add_argument("--context", metavar="TEXT",
+                   help="the incident or the job, in the team's words (@FILE reads a file)")  # fmt: skip
     p.add_argument("--context-file", metavar="FILE", help="read --context from a file")
     p.add_argument("--chosen", metavar="ID", help="record this strategy as the decision instead of the top pick")
     p.add_argument("--title", default="the long-running job", help="what the record is about")

@@ -197,7 +197,8 @@ def review(
         still, in_place_kept = findings, in_place
     plan = verification_plan(target.strategy, rec.answers, still, in_place_kept, to_build)
     return Review(
-        rec, target, design, context, findings, in_place, not_needed, verdict, steps, keep, plan, to_build, replaced, undecided
+        rec, target, design, context, findings, in_place, not_needed, verdict, steps, keep, plan, to_build,
+        replaced, undecided,
     )
 
 
@@ -212,7 +213,8 @@ def decision_record(
     context: str | None = None,
 ) -> str:
     """The Markdown decision record. ``chosen`` overrides the decision (the team's choice)."""
-    return render(review(answers, catalog, current=current, chosen=chosen, context=context), catalog, title=title, date=date)
+    r = review(answers, catalog, current=current, chosen=chosen, context=context)
+    return render(r, catalog, title=title, date=date)
 
 
 def write_text_safely(path: Path, text: str, *, force: bool = False) -> None:

@@ -42,7 +42,9 @@ def depends_on_unanswered(control: Control, answers: Mapping[str, str]) -> bool:
 def unanswered_conditions(control: Control, answers: Mapping[str, str]) -> str:
     """"`outputs` is `outside_store`" for the conditions of a control not answered yet."""
     return " and ".join(
-        f"`{q}` is " + " or ".join(f"`{v}`" for v in values) for q, values in control.applies_when.items() if q not in answers
+        f"`{q}` is " + " or ".join(f"`{v}`" for v in values)
+        for q, values in control.applies_when.items()
+        if q not in answers
     )
 
 
@@ -76,7 +78,10 @@ def migration_path(
     if design is None:
         steps = [f"Build it: {_where(rec, target)}"]
         if target.id in _generated():
-            steps.append(f"Start from the generated reference (`advisor generate {target.id} ./{_slug()}`) and move the real work into it.")
+            steps.append(
+                f"Start from the generated reference (`advisor generate {target.id} ./{_slug()}`)"
+                " and move the real work into it."
+            )
         steps.append("Put each essential control below in place before the first production run.")
         return tuple(steps), (), tuple(target_controls)
 
@@ -86,11 +91,16 @@ def migration_path(
     if current.id == target.id:
         steps = []
         if missing:
-            steps.append(f"Close {numbers(missing)} first ({ids([f.control for f in missing])}): that is where this design loses or repeats work today.")
+            steps.append(
+                f"Close {numbers(missing)} first ({ids([f.control for f in missing])}): that is where this design"
+                " loses or repeats work today."
+            )
         if unknown:
             steps.append(f"Run the checks of {numbers(unknown)}; fix each one that turns out missing, in that order.")
         if not findings:
-            steps.append("Nothing to change: repeat the verification plan after every change to the job's recovery code.")
+            steps.append(
+                "Nothing to change: repeat the verification plan after every change to the job's recovery code."
+            )
         keep = [
             f"the category — {current.name} fits these answers; no rewrite is needed"
             if current_fits
@@ -109,9 +119,15 @@ def migration_path(
     to_build = tuple(c for c in target_controls if c.id not in described)
     steps = []
     if carry:
-        steps.append(f"While {current.name} still runs, close {numbers(carry)} ({ids([f.control for f in carry])}): {target.name} needs the same control, so the work carries over.")
+        steps.append(
+            f"While {current.name} still runs, close {numbers(carry)} ({ids([f.control for f in carry])}):"
+            f" {target.name} needs the same control, so the work carries over."
+        )
     if checked:
-        steps.append(f"Run the checks of {numbers(checked)}: {target.name} needs those controls too; fix each one that turns out missing.")
+        steps.append(
+            f"Run the checks of {numbers(checked)}: {target.name} needs those controls too;"
+            " fix each one that turns out missing."
+        )
     if drop:
         steps.append(
             f"{numbers(drop).capitalize()} ({ids([f.control for f in drop])}) disappears with {target.name};"
@@ -119,10 +135,16 @@ def migration_path(
         )
     steps.append(f"Add the recovery point: {_where(rec, target)}")
     if to_build:
-        steps.append(f"Build the essential controls of {target.name} (listed below the steps), one at a time, each with its check.")
+        steps.append(
+            f"Build the essential controls of {target.name} (listed below the steps), one at a time,"
+            " each with its check."
+        )
     if target.adopt:
         steps.append(f"Switch over: {target.adopt}")
-    steps.append(f"Stop the {current.name} workers with SIGTERM at a safe point, start the new ones, and retire the old path once the verification plan passes.")
+    steps.append(
+        f"Stop the {current.name} workers with SIGTERM at a safe point, start the new ones, and retire the old"
+        " path once the verification plan passes."
+    )
     keep_text = [f"the controls that carry over: {ids(kept)}"] if kept else []
     keep_text.append("the job's own business logic; only how it records progress and calls out changes")
     return tuple(steps), tuple(keep_text), to_build
@@ -180,7 +202,8 @@ def verification_plan(
     if target.id in _generated():
         pkg = _slug().replace("-", "_")
         steps.append(
-            f"Prove the mechanism on the generated reference first: `advisor generate {target.id} ./{_slug()}{options}`, then"
+            "Prove the mechanism on the generated reference first:"
+            f" `advisor generate {target.id} ./{_slug()}{options}`, then"
             f" `cd {_slug()} && PYTHONPATH=src python -m {pkg} drill {flags}` — accept only `lost = 0` and"
             " `duplicate_effects = 0`."
         )

@@ -45,7 +45,8 @@ def _fit_heading(r: Review) -> list[str]:
         if v.risks:
             out += ["", "What it risks with these answers:"] + [f"- {clean(x)}" for x in v.risks]
         else:
-            out += ["", f"Nothing in these answers counts against it; {r.rec.top.strategy.name} simply fits them better."]
+            top = r.rec.top.strategy.name
+            out += ["", f"Nothing in these answers counts against it; {top} simply fits them better."]
         return out
     if r.missing:
         return [
@@ -116,7 +117,8 @@ def render(r: Review, catalog: Catalog, *, title: str = "the long-running job", 
     s = r.target.strategy
     rec = r.rec
     day = (date or _dt.date.today()).isoformat()
-    out = [f"# Continuity mechanism for {title}: {s.name}", "", "* Status: proposed", f"* Date: {day}", "* Deciders: (fill in)"]
+    out = [f"# Continuity mechanism for {title}: {s.name}", ""]
+    out += ["* Status: proposed", f"* Date: {day}", "* Deciders: (fill in)"]
     if r.current is not None:
         out.append(f"* Current design: {catalog.strategy(r.current.strategy).name} (`{r.current.strategy}`)")
 
@@ -130,7 +132,8 @@ def render(r: Review, catalog: Catalog, *, title: str = "the long-running job", 
             out.append("")
             kept = {c.id for c in r.target.strategy.controls}
             for f in r.findings:  # a missing control the migration drops: the short form
-                out += _finding_lines(f, dropped=r.current.strategy != r.target.strategy.id and f.control.id not in kept)
+                dropped = r.current.strategy != r.target.strategy.id and f.control.id not in kept
+                out += _finding_lines(f, dropped=dropped)
         rest = ([f"In place: {ids(r.in_place)}."] if r.in_place else []) + (
             [f"Unknown, but replaced or rebuilt by the migration below: {ids(r.replaced)}."] if r.replaced else []
         ) + ([f"Not needed with these answers: {ids(r.not_needed)}."] if r.not_needed else [])
@@ -194,11 +197,15 @@ def render(r: Review, catalog: Catalog, *, title: str = "the long-running job", 
     elif r.verdict is not None and r.verdict.fits and r.target.strategy.id == r.verdict.strategy:
         out.append(
             f'Chosen option: "{s.name}" (`{s.id}`), the current category: it fits these answers'
-            f" ({rec.top.strategy.name} ranks first by {rec.top.score - r.target.score:g} points, not enough to justify a rewrite)."
+            f" ({rec.top.strategy.name} ranks first by {rec.top.score - r.target.score:g} points,"
+            " not enough to justify a rewrite)."
         )
     else:
         gaps = "; ".join(clean(g) for g in rec.why_not.get(s.id, ())) or "none named"
-        out.append(f'Chosen option: "{s.name}" (`{s.id}`). The advisor ranked {rec.top.strategy.name} first; this choice accepts: {gaps}.')
+        out.append(
+            f'Chosen option: "{s.name}" (`{s.id}`). The advisor ranked {rec.top.strategy.name} first;'
+            f" this choice accepts: {gaps}."
+        )
     close = rec.close_call
     if close is not None and r.target is rec.top:
         settle = "; ".join(f"`{x.question}={x.value}` → {x.would_pick}" for x in close.settle[:3])
