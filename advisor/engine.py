@@ -23,6 +23,7 @@ Same answers → same output.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -162,7 +163,7 @@ class Recommendation:
                 "threshold": close.threshold,
                 "settle": [
                     {"question": s.question, "value": s.value, "would_pick": s.would_pick,
-                     "margin": s.margin, "answered": s.answered}
+                     "margin": None if math.isinf(s.margin) else s.margin, "answered": s.answered}
                     for s in close.settle
                 ],
             },  # fmt: skip

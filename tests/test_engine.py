@@ -140,6 +140,19 @@ def test_mixed_stream_and_audit_adds_a_note(catalog):
     assert any("audit" in note for note in rec.notes)
 
 
+def test_json_is_strict_json_even_when_a_settling_answer_rules_the_runner_up_out(catalog):
+    # a settling margin is unbounded when the new runner-up is ruled out: null, never Infinity
+    import itertools
+
+    from advisor.decision_docs import sample_answers
+
+    unbounded = 0
+    for answers in itertools.islice(sample_answers(catalog, seed=9), 300):
+        data = json.loads(json.dumps(recommend(answers, catalog).to_json(), allow_nan=False))
+        unbounded += sum(s["margin"] is None for s in (data["close_call"] or {}).get("settle", []))
+    assert unbounded
+
+
 def test_json_shape_is_the_public_interface(catalog):
     data = recommend({"duration": "seconds"}, catalog).to_json()
     assert isinstance(data["ranking"], list)
