@@ -114,8 +114,13 @@ def cmd_recommend(args: argparse.Namespace) -> int:
                        else f"{top.strategy.name}, clearly")  # fmt: skip
             by_question.setdefault(s.question, []).append(f"{s.value} → {outcome}")
         answered = {s.question for s in close.settle if s.answered}
-        for question, outcomes in list(by_question.items())[:6]:
+        flips = {s.question for s in close.settle if s.would_pick != top.strategy.id}
+        ordered = sorted(by_question.items(), key=lambda item: item[0] not in flips)  # changes of pick first
+        for question, outcomes in ordered[:6]:
             verb = "revisit" if question in answered else "answer"
+            ends = {o.split(" → ", 1)[1] for o in outcomes}
+            if len(outcomes) == len(catalog.question(question).values) and len(ends) == 1:
+                outcomes = [f"any answer → {ends.pop()}"]
             print(_bullet(f"{verb} {question} ({catalog.question(question).asks}): {'; '.join(outcomes)}"))
         if len(by_question) > 6:
             print(f"  … and {len(by_question) - 6} more questions (--json lists them all)")
