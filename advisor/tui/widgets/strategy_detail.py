@@ -8,7 +8,7 @@ from typing import Any
 from rich.text import Text
 
 from advisor.tui.session import Session
-from advisor.tui.widgets.alerts import answer_words, points, settle_words
+from advisor.tui.widgets.alerts import answer_words, points
 
 
 def _section(text: Text, title: str, lines: Iterable[str], bullet: str = "•") -> None:
@@ -34,8 +34,35 @@ def _close_call(session: Session, rec: Any) -> list[str]:
         return []
     runner = session.catalog.strategy(close.runner_up).name
     lines = [f"{points(close.margin)} ahead of {runner}; a lead under {close.threshold:g} is a close call."]
-    lines += [f"{settle_words(session, s)} (lead {s.margin:g})" for s in close.settle[:6]]
+    by_question: dict[str, list[Any]] = {}
+    for settle in close.settle:
+        by_question.setdefault(settle.question, []).append(settle)
+    for qid, settles in by_question.items():
+        question = session.catalog.question(qid)
+        by_pick: dict[str, list[str]] = {}
+        for settle in settles:
+            by_pick.setdefault(settle.would_pick, []).append(settle.value)
+        picks = []
+        for pick, values in by_pick.items():
+            given = [v for v in question.values if v != rec.answers.get(qid)]
+            words = "any other answer" if settles[0].answered and values == given else (
+                "any answer" if values == list(question.values) else " or ".join(choice_words(question, v) for v in values)
+            )  # fmt: skip
+            picks.append(f"{words} → {session.catalog.strategy(pick).name}")
+        verb = " (revisit your answer)" if settles[0].answered else ""
+        lines.append(f"{qid.replace('_', ' ')}{verb}: {'; '.join(picks)}")
     return lines
+
+
+def choice_words(question: Any, value: str) -> str:
+    """A choice's label up to its explanation ("No — it calls no other service" → "no")."""
+    try:
+        label = str(question.choice(value).label).split(" — ")[0].strip()
+    except Exception:  # a value the catalog lacks: show it raw
+        return value
+    if len(label) > 30:  # a long label: the value's own id reads shorter ("idempotent api")
+        return value.replace("_", " ")
+    return label if label[1:2].isupper() else label[:1].lower() + label[1:]
 
 
 def why_text(session: Session, rec: Any, ranked: Any) -> Text:
