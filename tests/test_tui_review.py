@@ -100,10 +100,12 @@ def test_review_is_reachable_from_the_recommendation_and_back_returns_there(cata
             await pilot.pause()
             await pilot.press("v")
             assert isinstance(app.screen, CurrentStrategyScreen)
-            await pilot.press("enter")  # the highlighted (first) strategy
+            await pilot.press("right")  # on, with the highlighted (first) strategy
             assert isinstance(app.screen, ControlsScreen)
-            await pilot.press("escape", "escape")
+            await pilot.press("left", "left")  # back, back
             assert isinstance(app.screen, RecommendationScreen)
+            await pilot.press("v", "tab", *"ab", "left", "c")  # in the context field ← moves the cursor
+            assert app.screen.query_one("#context", Input).value == "acb"
 
     asyncio.run(walk())
 

@@ -24,6 +24,8 @@ class CurrentStrategyScreen(Screen[None]):
 
     BINDINGS = [
         Binding("escape", "back", "Back"),
+        Binding("left", "arrow('left')", "Back", key_display="←", show=False, priority=True),
+        Binding("right", "arrow('right')", "Controls", key_display="→", priority=True),
         *(Binding(str(n), f"pick({n})", "Pick", show=n == 1, key_display="1-9") for n in range(1, 10)),
     ]
 
@@ -82,6 +84,16 @@ class CurrentStrategyScreen(Screen[None]):
         if 0 < number <= options.option_count:
             options.highlighted = number - 1
             options.action_select()
+
+    def action_arrow(self, direction: str) -> None:
+        """← / → step back / on, except in the context field, where they move its cursor."""
+        focused = self.focused
+        if isinstance(focused, Input):
+            (focused.action_cursor_left if direction == "left" else focused.action_cursor_right)()
+        elif direction == "left":
+            self.action_back()
+        else:
+            self.query_one("#current-strategies", OptionList).action_select()
 
     def action_back(self) -> None:
         self.save_context()
