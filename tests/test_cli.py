@@ -75,6 +75,8 @@ def test_recommend_never_prints_a_next_command_the_advisor_would_refuse(capsys):
     assert code == 0 and "stream-checkpoint" in out.splitlines()[0]
     assert "advisor generate stream-checkpoint" not in out
     assert "Next: advisor explain stream-checkpoint" in out
+    code, out, _ = run(capsys, "explain", "stream-checkpoint")
+    assert code == 0 and "advisor generate stream-checkpoint" not in out and "not generated" in out
 
 
 def test_set_overrides_the_file(capsys, answers_file):
