@@ -182,3 +182,18 @@ def test_event_sourced_advice_never_talks_about_processed_offsets(catalog, model
         if rec.recipe is not None:
             texts = [rec.recipe.where, rec.recipe.duplicates, *rec.recipe.steps, *(rec.fix(p) for p in rec.pitfalls)]
             assert not any("processed_offset" in t for t in texts), answers
+
+
+def test_a_question_open_questions_leaves_out_cannot_change_the_pick(catalog, model):
+    from advisor.engine import open_questions
+
+    for answers in itertools.islice(sample_answers(catalog, seed=12), 300):
+        still = set(open_questions(answers, catalog, depth=1))
+        pick = model.pick(answers)
+        for q in catalog.questions:
+            if q.id in answers:
+                assert q.id not in still
+            elif q.id not in still:
+                assert all(model.pick({**answers, q.id: v}) == pick for v in q.values), (answers, q.id)
+            else:
+                assert any(model.pick({**answers, q.id: v}) != pick for v in q.values), (answers, q.id)
