@@ -241,9 +241,8 @@ class DecisionModel:
         ruled-out ones by the weight of the rules against them (then by score)."""
         rows = []
         for i, s in enumerate(self.catalog.strategies):
-            against = sum(r.severity for r in s.rules if condition_holds(r.when, answers))
-            fired = any(condition_holds(r.when, answers) for r in s.rules)
-            rows.append((fired, against, self.score(i, answers), s))
+            fired = [r.severity for r in s.rules if condition_holds(r.when, answers)]
+            rows.append((bool(fired), sum(fired), self.score(i, answers), s))
         rows.sort(key=lambda row: (row[0], row[1], -row[2], row[3].order, row[3].id))
         return [(fired, score, s) for fired, _, score, s in rows]
 
