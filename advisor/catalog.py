@@ -373,11 +373,17 @@ def _parse_yaml(path: Path, text: str) -> object:
         raise CatalogError(path, where, f"is not valid YAML: {problem}") from None
 
 
-CACHE_FILE = ".catalog-cache.json"  # beside the YAML; keyed by each file's content hash
+def cache_path(root: Path) -> Path:
+    """Where the parsed form of the catalog in ``root`` is kept: the user's cache directory
+    (``$XDG_CACHE_HOME``, else ``~/.cache``), one file per catalog directory — never inside the
+    catalog itself, which may be a read-only install or a team's own folder."""
+    base = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
+    name = hashlib.blake2b(str(root.resolve()).encode(), digest_size=8).hexdigest()
+    return base / "continuity-advisor" / f"catalog-{name}.json"
 
 
 class _ParsedCache:
-    """Parsed YAML of one catalog directory, kept as JSON and keyed by each file's content hash.
+    """Parsed YAML of one catalog directory, kept as JSON in the user's cache and keyed by each file's content hash.
 
     Parsing the catalog's YAML dominates `advisor recommend`'s start-up; JSON loads ~20x faster.
     A stale entry can't be used (the hash changes with the content); a directory that can't be
@@ -385,7 +391,7 @@ class _ParsedCache:
     """
 
     def __init__(self, root: Path) -> None:
-        self.path = root / CACHE_FILE
+        self.path = cache_path(root)
         self.dirty = False
         try:
             loaded = json.loads(self.path.read_text(encoding="utf-8"))
@@ -416,8 +422,9 @@ class _ParsedCache:
     def save(self) -> None:
         if not self.dirty:
             return
-        tmp = self.path.with_name(f"{CACHE_FILE}.{os.getpid()}.tmp")
+        tmp = self.path.with_name(f"{self.path.name}.{os.getpid()}.tmp")
         try:
+            tmp.parent.mkdir(parents=True, exist_ok=True)
             tmp.write_text(json.dumps(self.entries, ensure_ascii=False), encoding="utf-8")
             os.replace(tmp, self.path)
         except OSError:

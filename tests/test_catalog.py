@@ -163,16 +163,18 @@ def test_a_new_strategy_and_question_need_no_python(catalog_copy: Path):
 
 
 def test_the_parsed_catalog_cache_never_serves_stale_or_broken_data(catalog_copy: Path):
-    """load_catalog keeps parsed YAML as JSON beside it (start-up time); an edit or a corrupt
-    cache file must never change what is loaded."""
-    from advisor.catalog import CACHE_FILE
+    """load_catalog keeps parsed YAML as JSON in the user's cache (start-up time), never in the
+    catalog folder; an edit or a corrupt cache file must never change what is loaded."""
+    from advisor.catalog import cache_path
 
+    before = sorted(p.name for p in catalog_copy.iterdir())
     first = load_catalog(catalog_copy)
-    assert (catalog_copy / CACHE_FILE).exists()
+    assert cache_path(catalog_copy).exists()
+    assert sorted(p.name for p in catalog_copy.iterdir()) == before
     path = catalog_copy / "state-machine.yaml"
     path.write_text(path.read_text().replace("name: State machine\n", "name: State machine (edited)\n"))
     assert load_catalog(catalog_copy).strategy("state-machine").name == "State machine (edited)"
-    (catalog_copy / CACHE_FILE).write_text("{not json")
+    cache_path(catalog_copy).write_text("{not json")
     assert load_catalog(catalog_copy).strategy("checkpoint") == first.strategy("checkpoint")
     path.write_text(path.read_text().replace("name: State machine (edited)\n", ""))
     with pytest.raises(CatalogError, match="name"):  # validation runs on cached data too
