@@ -11,7 +11,7 @@ from __future__ import annotations
 import datetime as _dt
 import os
 import tempfile
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -60,6 +60,11 @@ def _bullets(items: tuple[str, ...] | list[str], prefix: str = "- ") -> list[str
     return [f"{prefix}{item}" for item in items] or ["- (none)"]
 
 
+def _probe_evidence(lines: Sequence[str] | None) -> list[str]:
+    """The probe's evidence leads the verification plan: what was already proven on the real job."""
+    return ["Evidence from a crash drill of the team's own job:", "", *lines, ""] if lines else []
+
+
 def decision_record(
     answers: Mapping[str, str],
     catalog: Catalog,
@@ -68,8 +73,10 @@ def decision_record(
     chosen: str | None = None,
     title: str = "the long-running job",
     date: _dt.date | None = None,
+    probe: Sequence[str] | None = None,
 ) -> str:
-    """The Markdown decision record. ``chosen`` overrides the top pick (the team's decision)."""
+    """The Markdown decision record. ``chosen`` overrides the top pick (the team's decision).
+    ``probe``: Markdown lines from a probe of the team's job (``advisor.probe_report.evidence_lines``)."""
     rec = recommend(answers, catalog)
     if chosen is not None and chosen not in catalog.strategy_ids:
         raise AnswersError(f"--chosen {chosen!r}: unknown strategy. Valid: {', '.join(catalog.strategy_ids)}.")
@@ -140,6 +147,7 @@ def decision_record(
         "",
         "## Verification plan",
         "",
+        *_probe_evidence(probe),
         "Prove the design survives kill -9 before relying on it (seed 002: deliberate random kills):",
         "",
         f"1. `advisor generate {s.id} ./job` and replace the demo in `job.py` with the real work.",

@@ -1,0 +1,454 @@
+"""``advisor probe``: crash-drill a job the team already has.
+
+The probe runs the team's command (``bash -c CMD``) in its own process group, kills the group at
+random moments drawn from a seed, restarts the command until it exits 0 on its own, then runs
+the team's verify command (exit 0 = the data is right). With a progress command (prints a number:
+records done) it measures the work each kill cost and how long the job took to make new progress
+after a restart. The report and its verdict are built in :mod:`advisor.probe_report`.
+
+Safety: only the process group the probe started is ever signalled (never a name); every wait
+is bounded; nothing of the user's is deleted (``--reset`` is the user's own command, run only
+when given). Pure library: no Textual, no Copier.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import re
+import signal
+import subprocess
+import tempfile
+import time
+from collections.abc import Callable, Generator, Iterator
+from contextlib import contextmanager
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from advisor.errors import ProbeError
+from advisor.probe_report import build_report, evidence_lines, load_report, summary
+
+__all__ = ["ProbeOptions", "Finished", "probe_events", "run_probe", "run_command", "stop_on_sigterm",
+           "build_report", "evidence_lines", "load_report", "summary"]
+
+POLL_S = 0.01            # how often the probe looks at the job (exit, kill moment, next sample)
+GONE_WAIT_S = 5.0        # after SIGKILL, how long to wait for the whole group to disappear
+MAX_FAILURES = 3         # restarts after runs that exit non-zero on their own, before giving up
+TAIL_LINES = 8           # lines of output kept from a verify or a failed run
+CANNOT_START = (126, 127)  # bash: not executable / command not found
+
+
+@dataclass(frozen=True)
+class ProbeOptions:
+    """What to probe and how; :meth:`check` turns a bad value into a :class:`ProbeError`."""
+
+    run: str
+    verify: str | None = None
+    progress: str | None = None
+    reset: str | None = None
+    cwd: Path = Path(".")
+    kills: int = 5
+    sigterm: bool = False
+    grace_s: float = 10.0
+    min_s: float = 1.0
+    max_s: float = 10.0
+    seed: int = 1
+    timeout_s: float = 600.0
+    baseline: bool = False
+    sample_s: float = 0.2
+
+    def check(self) -> None:
+        for flag, command in (("--run", self.run), ("--verify", self.verify), ("--progress", self.progress),
+                              ("--reset", self.reset)):  # fmt: skip
+            if command is not None and not command.strip():
+                raise ProbeError(f"{flag} is empty: give the shell command to run, e.g. {flag} 'python job.py'.")
+        if self.kills < 1:
+            raise ProbeError(f"--kills {self.kills}: give at least 1 kill.")
+        for flag, value in (("--grace", self.grace_s), ("--timeout", self.timeout_s), ("--sample-s", self.sample_s)):
+            if not value > 0:  # also rejects NaN
+                raise ProbeError(f"{flag} {value}: give a number of seconds above 0.")
+        if not (0 <= self.min_s <= self.max_s) or self.max_s <= 0:
+            raise ProbeError(f"--min-s {self.min_s} --max-s {self.max_s}: kill moments need 0 <= min-s <= max-s, "
+                             "max-s above 0 (seconds after each start).")
+        if self.baseline and not self.reset:
+            raise ProbeError("--baseline needs --reset CMD: the drill must start from the same state as the "
+                             "uninterrupted run, and the probe never deletes your data itself.")
+        if not Path(self.cwd).is_dir():
+            raise ProbeError(f"--cwd {self.cwd}: no such folder.")
+
+    def as_json(self) -> dict[str, Any]:
+        data = asdict(self)
+        data["cwd"] = str(Path(self.cwd).resolve())
+        return data
+
+
+@dataclass
+class Finished:
+    """A command run to its end (or stopped at its time limit)."""
+
+    exit_code: int | None  # None: stopped at the time limit
+    seconds: float
+    tail: list[str] = field(default_factory=list)
+
+    @property
+    def last_line(self) -> str:
+        return self.tail[-1] if self.tail else ""
+
+
+# ------------------------------------------------------------------ process groups
+def _members(pgid: int) -> bool:
+    """Is any live (non-zombie) process left in the group? /proc on Linux, else kill(0)."""
+    proc = Path("/proc")
+    if proc.is_dir():
+        for entry in os.scandir(proc):
+            if not entry.name.isdigit():
+                continue
+            try:
+                stat = Path(entry.path, "stat").read_text()
+            except OSError:
+                continue
+            fields = stat[stat.rfind(")") + 2:].split()  # after "pid (comm) ": state ppid pgrp ...
+            if len(fields) > 2 and fields[2] == str(pgid) and fields[0] not in ("Z", "X"):
+                return True
+        return False
+    try:
+        os.killpg(pgid, 0)
+    except (ProcessLookupError, PermissionError):
+        return False
+    return True
+
+
+class _Group:
+    """One command in its own session and process group; only this group is ever signalled."""
+
+    def __init__(self, command: str, cwd: Path, log: Path) -> None:
+        with open(log, "wb") as out:
+            try:
+                self.proc = subprocess.Popen(["bash", "-c", command], cwd=cwd, stdin=subprocess.DEVNULL,
+                                             stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
+            except OSError as exc:
+                raise ProbeError(f"cannot start {command!r}: {exc.strerror or exc}.") from None
+        self.pgid = self.proc.pid  # start_new_session: the leader's pid is the group id
+        self.log = log
+        self.started = time.monotonic()
+
+    def signal(self, sig: int) -> None:
+        # Once the leader is reaped, signal only while members remain (the id is then still theirs).
+        if self.proc.returncode is not None and not _members(self.pgid):
+            return
+        try:
+            os.killpg(self.pgid, sig)
+        except (ProcessLookupError, PermissionError):
+            pass
+
+    def poll(self) -> int | None:
+        return self.proc.poll()
+
+    def gone(self) -> bool:
+        return self.proc.poll() is not None and not _members(self.pgid)
+
+    def wait_gone(self, timeout_s: float) -> bool:
+        end = time.monotonic() + timeout_s
+        while not self.gone():
+            if time.monotonic() >= end:
+                return False
+            time.sleep(POLL_S)
+        return True
+
+    def kill(self) -> int:
+        """SIGKILL the whole group (grandchildren too) and reap the leader; its exit code."""
+        self.signal(signal.SIGKILL)
+        try:
+            code = self.proc.wait(timeout=GONE_WAIT_S)
+        except subprocess.TimeoutExpired:  # stuck in the kernel; report and go on
+            code = -signal.SIGKILL
+        self.wait_gone(GONE_WAIT_S)
+        return code
+
+    def tail(self, lines: int = TAIL_LINES) -> list[str]:
+        try:
+            text = self.log.read_text(encoding="utf-8", errors="replace")
+        except OSError:
+            return []
+        return [line.rstrip() for line in text.splitlines() if line.strip()][-lines:]
+
+
+def run_command(command: str, cwd: Path, timeout_s: float, log: Path) -> Finished:
+    """Run a command to its end, bounded by ``timeout_s``; leftovers in its group are stopped."""
+    group = _Group(command, cwd, log)
+    try:
+        code: int | None = group.proc.wait(timeout=timeout_s)
+    except subprocess.TimeoutExpired:
+        code = None
+    seconds = time.monotonic() - group.started
+    group.kill()  # a timed-out command, or anything it left running in the background
+    return Finished(code, round(seconds, 3), group.tail())
+
+
+_NUMBER = re.compile(r"-?\d+(?:\.\d+)?")
+
+
+def _number(lines: list[str]) -> float | None:
+    """The last number the progress command printed."""
+    found = _NUMBER.findall(" ".join(lines))
+    if not found:
+        return None
+    value = float(found[-1])
+    return int(value) if value.is_integer() else value
+
+
+# ---------------------------------------------------------------------- the probe
+class _Probe:
+    def __init__(self, o: ProbeOptions, tmp: Path) -> None:
+        self.o, self.tmp = o, tmp
+        self.cwd = Path(o.cwd).resolve()
+        self.rng = random.Random(o.seed)
+        self.t0 = time.monotonic()
+        self.logs = 0
+        self.progress_errors: list[str] = []
+        self.baseline_result: dict[str, Any] | None = None
+        self.runs: list[dict[str, Any]] = []
+        self.kills: list[dict[str, Any]] = []
+        self.outcome = "not run"
+        self.wall_s = 0.0
+        self.final_progress: float | None = None
+
+    def t(self) -> float:
+        return round(time.monotonic() - self.t0, 3)
+
+    def log(self) -> Path:
+        self.logs += 1
+        return self.tmp / f"{self.logs}.log"
+
+    def command(self, flag: str, command: str, timeout_s: float | None = None) -> Finished:
+        done = run_command(command, self.cwd, timeout_s or self.o.timeout_s, self.log())
+        if done.exit_code in CANNOT_START:
+            raise ProbeError(f"{flag} {command!r} cannot start (exit {done.exit_code}: "
+                             f"{done.last_line or 'no output'}). Check the command in a shell in {self.cwd}.")
+        return done
+
+    def reset(self) -> Iterator[dict[str, Any]]:
+        if self.o.reset:
+            done = self.command("--reset", self.o.reset)
+            yield {"event": "reset", "exit_code": done.exit_code, "seconds": done.seconds, "t": self.t()}
+            if done.exit_code != 0:
+                what = "timed out" if done.exit_code is None else f"exited {done.exit_code}"
+                raise ProbeError(f"--reset {what} ({done.last_line or 'no output'}); the job was not started.")
+
+    def sample(self) -> float | None:
+        if not self.o.progress:
+            return None
+        done = self.command("--progress", self.o.progress, min(10.0, self.o.timeout_s))
+        value = _number(done.tail) if done.exit_code == 0 else None
+        if value is None:
+            self.progress_errors.append(f"exit {done.exit_code}: {done.last_line or 'no output'}")
+        return value
+
+    def verify(self) -> dict[str, Any] | None:
+        if not self.o.verify:
+            return None
+        done = self.command("--verify", self.o.verify)
+        return {"command": self.o.verify, "exit_code": done.exit_code, "passed": done.exit_code == 0,
+                "seconds": done.seconds, "tail": done.tail}
+
+    def baseline(self) -> Iterator[dict[str, Any]]:
+        """One uninterrupted run (after the reset), its verify, and a reset for the drill."""
+        yield from self.reset()
+        group = _Group(self.o.run, self.cwd, self.log())
+        try:
+            code: int | None = group.proc.wait(timeout=self.o.timeout_s)
+        except subprocess.TimeoutExpired:
+            code = None
+        wall_s = round(time.monotonic() - group.started, 3)
+        group.kill()
+        if code in CANNOT_START:
+            raise ProbeError(f"--run {self.o.run!r} cannot start (exit {code}: "
+                             f"{(group.tail() or ['no output'])[-1]}). Check the command in a shell in {self.cwd}.")
+        self.baseline_result = {"exit_code": code, "wall_s": wall_s, "tail": group.tail() if code else [],
+                                "verify": self.verify()}
+        verify = self.baseline_result["verify"]
+        yield {"event": "baseline", "exit_code": code, "wall_s": wall_s, "t": self.t(),
+               "verify_passed": verify["passed"] if verify else None}
+
+    def drill(self) -> Iterator[dict[str, Any]]:
+        o = self.o
+        runs: list[dict[str, Any]] = []
+        kills: list[dict[str, Any]] = []
+        pending: dict[str, Any] | None = None  # the last kill, until new progress shows recovery
+        last: float | None = None               # the latest progress reading
+        failures, outcome = 0, "finished"
+        started = time.monotonic()
+        deadline = started + o.timeout_s
+        while True:
+            group = _Group(o.run, self.cwd, self.log())
+            run: dict[str, Any] = {"n": len(runs) + 1, "start_t": self.t()}
+            runs.append(run)
+            if pending is not None:
+                pending["restart_at"] = group.started
+                yield {"event": "restart", "n": pending["n"], "t": self.t()}
+            kill_at = group.started + self.rng.uniform(o.min_s, o.max_s) if len(kills) < o.kills else None
+            next_sample = group.started
+            peak = last  # the most progress seen during this run
+            while True:
+                code = group.poll()
+                now = time.monotonic()
+                if o.progress and (now >= next_sample or code is not None):
+                    last = self.sample()
+                    next_sample = time.monotonic() + o.sample_s
+                    if last is not None:
+                        peak = last if peak is None else max(peak, last)
+                        yield {"event": "progress", "done": last, "total": None, "t": self.t()}
+                        if pending is not None:
+                            pending["low"] = min(pending["low"], last) if pending["low"] is not None else last
+                            if pending["peak"] is None or last > pending["peak"]:
+                                yield self.recovered(pending, time.monotonic())
+                                pending = None
+                if code is not None:
+                    break
+                if now >= deadline:
+                    outcome = "timed out"
+                    break
+                if kill_at is not None and now >= kill_at:
+                    break
+                time.sleep(max(0.0, min(POLL_S, next_sample - now)) if o.progress else POLL_S)
+            if code is None and outcome == "timed out":
+                run.update(ended="timed out", exit_code=group.kill(), seconds=round(time.monotonic() - group.started, 3))
+                break
+            if code is None:  # the kill moment came
+                kill: dict[str, Any] = {"n": len(kills) + 1, "signal": "SIGTERM" if o.sigterm else "SIGKILL",
+                        "after_s": round(time.monotonic() - group.started, 3)}
+                kill.update(self.stop(group))
+                run.update(ended="killed", exit_code=kill["exit_code"], seconds=kill["after_s"])
+                after = self.sample()  # the job is down: what survived the kill
+                if after is not None:
+                    last = after
+                before = peak
+                kill.update(progress_before=before, progress_after=after)
+                kills.append(kill)
+                yield {"event": "kill", "t": self.t(), "done": before if before is not None else after, **kill}
+                if pending is not None:  # killed again before it made new progress
+                    self.unrecovered(pending)
+                seen = [v for v in (before, after) if v is not None]
+                if o.progress:  # recovery shows only as new progress
+                    pending = {"n": kill["n"], "peak": max(seen) if seen else None, "low": after, "kill": kill}
+                continue
+            group.kill()  # exited on its own: stop anything it left behind in its group
+            seconds = round(time.monotonic() - group.started, 3)
+            run.update(ended="exited", exit_code=code, seconds=seconds)
+            yield {"event": "exit", "run": run["n"], "exit_code": code, "seconds": seconds, "t": self.t()}
+            if code in CANNOT_START and len(runs) == 1:
+                raise ProbeError(f"--run {o.run!r} cannot start (exit {code}: "
+                                 f"{(group.tail() or ['no output'])[-1]}). Check the command in a shell in {self.cwd}.")
+            if code == 0:
+                if pending is not None:  # finished without new progress to show: recovered by finishing
+                    yield self.recovered(pending, time.monotonic())
+                    pending = None
+                break
+            run["tail"] = group.tail()
+            failures += 1
+            if failures > MAX_FAILURES:
+                outcome = "gave up"
+                break
+            if time.monotonic() >= deadline:
+                outcome = "timed out"
+                break
+        self.runs, self.kills, self.outcome = runs, kills, outcome
+        self.wall_s = round(time.monotonic() - started, 3)
+        self.final_progress = last
+
+    def recovered(self, pending: dict[str, Any], now: float) -> dict[str, Any]:
+        """The job made new progress (or finished) after this kill: recovery time and redone work."""
+        kill = self.unrecovered(pending)
+        kill["recovery_ms"] = round((now - pending.get("restart_at", now)) * 1000, 1)
+        return {"event": "recovered", "n": kill["n"], "ms": kill["recovery_ms"], "t": self.t()}
+
+    @staticmethod
+    def unrecovered(pending: dict[str, Any]) -> dict[str, Any]:
+        """Close a kill's record: redone work = progress before it minus the lowest reading after it."""
+        kill: dict[str, Any] = pending["kill"]
+        kill["recovery_ms"] = None
+        peak, low = pending["peak"], pending["low"]
+        if peak is not None and low is not None:
+            kill["redone"] = max(0, peak - low)
+            kill["lowest_after"] = low
+        return kill
+
+    def stop(self, group: _Group) -> dict[str, Any]:
+        """SIGKILL the group; with --sigterm, SIGTERM first and measure how it stops."""
+        if not self.o.sigterm:
+            return {"exit_code": group.kill()}
+        sent = time.monotonic()
+        group.signal(signal.SIGTERM)
+        in_time = group.wait_gone(self.o.grace_s)
+        exit_s = round(time.monotonic() - sent, 3)
+        code = group.kill() if not in_time else group.proc.returncode
+        assert code is not None
+        honoured = in_time and code == 0
+        return {"exit_code": code, "exit_s": exit_s, "within_grace": in_time, "honoured": honoured}
+
+
+Events = Generator[dict[str, Any], None, None]
+
+
+def probe_events(o: ProbeOptions) -> Events:
+    """Run the probe and yield its events (start, reset, baseline, progress, kill, restart, recovered,
+    exit, verify, report); the last one is the report. Closing the generator early stops the job."""
+    o.check()
+    with tempfile.TemporaryDirectory(prefix="advisor-probe-") as tmp:
+        p = _Probe(o, Path(tmp))
+        date = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+        yield {"event": "start", "run": o.run, "kills": o.kills, "signal": "SIGTERM" if o.sigterm else "SIGKILL",
+               "seed": o.seed, "records": None, "t": p.t()}
+        baseline = None
+        if o.baseline:
+            yield from p.baseline()
+            baseline = p.baseline_result
+            assert baseline is not None
+            if baseline["exit_code"] != 0 or (baseline["verify"] and not baseline["verify"]["passed"]):
+                report = build_report(o.as_json(), date=date, baseline=baseline, runs=[], kills=[],
+                                      outcome="baseline failed", wall_s=0.0, verify=None, progress=None,
+                                      progress_errors=p.progress_errors)
+                yield {"event": "report", **report}
+                return
+        yield from p.reset()
+        yield from p.drill()
+        verify = p.verify() if p.outcome == "finished" else None
+        if verify is not None:
+            yield {"event": "verify", "t": p.t(), **verify}
+        report = build_report(o.as_json(), date=date, baseline=baseline, runs=p.runs, kills=p.kills,
+                              outcome=p.outcome, wall_s=p.wall_s, verify=verify, progress=p.final_progress,
+                              progress_errors=p.progress_errors)
+        yield {"event": "report", **report}
+
+
+def run_probe(o: ProbeOptions, emit: Callable[[dict[str, Any]], None] | None = None) -> dict[str, Any]:
+    """Run the probe to its end; every event goes to ``emit``; returns the report."""
+    report: dict[str, Any] = {}
+    events = probe_events(o)
+    try:
+        for event in events:
+            if emit is not None:
+                emit(event)
+            if event.get("event") == "report":
+                report = {k: v for k, v in event.items() if k != "event"}
+    finally:
+        events.close()  # an exception in emit: the generator's cleanup stops the job's group
+    return report
+
+
+@contextmanager
+def stop_on_sigterm() -> Iterator[None]:
+    """While probing from the command line, SIGTERM unwinds like Ctrl-C, so the job's group is stopped."""
+    def stop(signum: int, frame: object) -> None:
+        raise KeyboardInterrupt
+
+    try:
+        previous = signal.signal(signal.SIGTERM, stop)
+    except ValueError:  # not the main thread: leave signals alone
+        yield
+        return
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
