@@ -13,6 +13,7 @@ when given). Pure library: no Textual, no Copier.
 
 from __future__ import annotations
 
+import math
 import os
 import random
 import re
@@ -37,6 +38,8 @@ GONE_WAIT_S = 5.0        # after SIGKILL, how long to wait for the whole group t
 MAX_FAILURES = 3         # restarts after runs that exit non-zero on their own, before giving up
 TAIL_LINES = 8           # lines of output kept from a verify or a failed run
 CANNOT_START = (126, 127)  # bash: not executable / command not found
+
+Events = Generator[dict[str, Any], None, None]
 
 
 @dataclass(frozen=True)
@@ -133,6 +136,19 @@ class _Group:
         self.log = log
         self.started = time.monotonic()
 
+    def __enter__(self) -> _Group:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.kill()  # whatever happened (an error, Ctrl-C, a closed generator): the group is stopped
+
+    def wait(self, timeout_s: float) -> int | None:
+        """The leader's exit code, or None when it is still running after ``timeout_s``."""
+        try:
+            return self.proc.wait(timeout=timeout_s)
+        except subprocess.TimeoutExpired:
+            return None
+
     def signal(self, sig: int) -> None:
         # Once the leader is reaped, signal only while members remain (the id is then still theirs).
         if self.proc.returncode is not None and not _members(self.pgid):
@@ -176,13 +192,9 @@ class _Group:
 
 def run_command(command: str, cwd: Path, timeout_s: float, log: Path) -> Finished:
     """Run a command to its end, bounded by ``timeout_s``; leftovers in its group are stopped."""
-    group = _Group(command, cwd, log)
-    try:
-        code: int | None = group.proc.wait(timeout=timeout_s)
-    except subprocess.TimeoutExpired:
-        code = None
-    seconds = time.monotonic() - group.started
-    group.kill()  # a timed-out command, or anything it left running in the background
+    with _Group(command, cwd, log) as group:  # on leaving: a timed-out command, or its leftovers, stopped
+        code = group.wait(timeout_s)
+        seconds = time.monotonic() - group.started
     return Finished(code, round(seconds, 3), group.tail())
 
 
@@ -212,7 +224,9 @@ class _Probe:
         self.kills: list[dict[str, Any]] = []
         self.outcome = "not run"
         self.wall_s = 0.0
-        self.final_progress: float | None = None
+        self.last: float | None = None   # the latest progress reading
+        self.peak: float | None = None   # the most progress seen during the current run
+        self.pending: dict[str, Any] | None = None  # the last kill, until new progress shows its recovery
 
     def t(self) -> float:
         return round(time.monotonic() - self.t0, 3)
@@ -228,7 +242,7 @@ class _Probe:
                              f"{done.last_line or 'no output'}). Check the command in a shell in {self.cwd}.")
         return done
 
-    def reset(self) -> Iterator[dict[str, Any]]:
+    def reset(self) -> Events:
         if self.o.reset:
             done = self.command("--reset", self.o.reset)
             yield {"event": "reset", "exit_code": done.exit_code, "seconds": done.seconds, "t": self.t()}
@@ -252,16 +266,12 @@ class _Probe:
         return {"command": self.o.verify, "exit_code": done.exit_code, "passed": done.exit_code == 0,
                 "seconds": done.seconds, "tail": done.tail}
 
-    def baseline(self) -> Iterator[dict[str, Any]]:
-        """One uninterrupted run (after the reset), its verify, and a reset for the drill."""
+    def baseline(self) -> Events:
+        """One uninterrupted run after the reset, then its verify: does the job pass without kills?"""
         yield from self.reset()
-        group = _Group(self.o.run, self.cwd, self.log())
-        try:
-            code: int | None = group.proc.wait(timeout=self.o.timeout_s)
-        except subprocess.TimeoutExpired:
-            code = None
-        wall_s = round(time.monotonic() - group.started, 3)
-        group.kill()
+        with _Group(self.o.run, self.cwd, self.log()) as group:
+            code = group.wait(self.o.timeout_s)
+            wall_s = round(time.monotonic() - group.started, 3)
         if code in CANNOT_START:
             raise ProbeError(f"--run {self.o.run!r} cannot start (exit {code}: "
                              f"{(group.tail() or ['no output'])[-1]}). Check the command in a shell in {self.cwd}.")
@@ -271,101 +281,107 @@ class _Probe:
         yield {"event": "baseline", "exit_code": code, "wall_s": wall_s, "t": self.t(),
                "verify_passed": verify["passed"] if verify else None}
 
-    def drill(self) -> Iterator[dict[str, Any]]:
+    def drill(self) -> Events:
+        """Start, kill at a random moment, restart, ... until a run exits 0 on its own (or bounds hit)."""
         o = self.o
-        runs: list[dict[str, Any]] = []
-        kills: list[dict[str, Any]] = []
-        pending: dict[str, Any] | None = None  # the last kill, until new progress shows recovery
-        last: float | None = None               # the latest progress reading
-        failures, outcome = 0, "finished"
         started = time.monotonic()
         deadline = started + o.timeout_s
+        failures, self.outcome = 0, "finished"
         while True:
-            group = _Group(o.run, self.cwd, self.log())
-            run: dict[str, Any] = {"n": len(runs) + 1, "start_t": self.t()}
-            runs.append(run)
-            if pending is not None:
-                pending["restart_at"] = group.started
-                yield {"event": "restart", "n": pending["n"], "t": self.t()}
-            kill_at = group.started + self.rng.uniform(o.min_s, o.max_s) if len(kills) < o.kills else None
-            next_sample = group.started
-            peak = last  # the most progress seen during this run
-            while True:
-                code = group.poll()
-                now = time.monotonic()
-                if o.progress and (now >= next_sample or code is not None):
-                    last = self.sample()
-                    next_sample = time.monotonic() + o.sample_s
-                    if last is not None:
-                        peak = last if peak is None else max(peak, last)
-                        yield {"event": "progress", "done": last, "total": None, "t": self.t()}
-                        if pending is not None:
-                            pending["low"] = min(pending["low"], last) if pending["low"] is not None else last
-                            if pending["peak"] is None or last > pending["peak"]:
-                                yield self.recovered(pending, time.monotonic())
-                                pending = None
-                if code is not None:
+            with _Group(o.run, self.cwd, self.log()) as group:  # stopped on leaving, whatever happens
+                run: dict[str, Any] = {"n": len(self.runs) + 1, "start_t": self.t()}
+                self.runs.append(run)
+                if self.pending is not None:
+                    self.pending["restart_at"] = group.started
+                    yield {"event": "restart", "n": self.pending["n"], "t": self.t()}
+                more = len(self.kills) < o.kills
+                kill_at = group.started + self.rng.uniform(o.min_s, o.max_s) if more else math.inf
+                code = yield from self.watch(group, min(kill_at, deadline))
+                if code is None and time.monotonic() >= deadline:
+                    run.update(ended="timed out", exit_code=group.kill(), seconds=self.since(group))
+                    self.outcome = "timed out"
                     break
-                if now >= deadline:
-                    outcome = "timed out"
+                if code is None:  # the kill moment came
+                    yield from self.kill(group, run)
+                    continue
+                group.kill()  # exited on its own: stop anything it left behind in its group
+                run.update(ended="exited", exit_code=code, seconds=self.since(group))
+                yield {"event": "exit", "run": run["n"], "exit_code": code, "seconds": run["seconds"], "t": self.t()}
+                if code in CANNOT_START and len(self.runs) == 1:
+                    raise ProbeError(f"--run {o.run!r} cannot start (exit {code}: {(group.tail() or ['no output'])[-1]})."
+                                     f" Check the command in a shell in {self.cwd}.")
+                if code == 0:
+                    if self.pending is not None:  # nothing new left to do: recovered by finishing
+                        yield self.recovered(time.monotonic())
                     break
-                if kill_at is not None and now >= kill_at:
+                run["tail"] = group.tail()
+                failures += 1
+                if failures > MAX_FAILURES or time.monotonic() >= deadline:
+                    self.outcome = "gave up" if failures > MAX_FAILURES else "timed out"
                     break
-                time.sleep(max(0.0, min(POLL_S, next_sample - now)) if o.progress else POLL_S)
-            if code is None and outcome == "timed out":
-                run.update(ended="timed out", exit_code=group.kill(), seconds=round(time.monotonic() - group.started, 3))
-                break
-            if code is None:  # the kill moment came
-                kill: dict[str, Any] = {"n": len(kills) + 1, "signal": "SIGTERM" if o.sigterm else "SIGKILL",
-                        "after_s": round(time.monotonic() - group.started, 3)}
-                kill.update(self.stop(group))
-                run.update(ended="killed", exit_code=kill["exit_code"], seconds=kill["after_s"])
-                after = self.sample()  # the job is down: what survived the kill
-                if after is not None:
-                    last = after
-                before = peak
-                kill.update(progress_before=before, progress_after=after)
-                kills.append(kill)
-                yield {"event": "kill", "t": self.t(), "done": before if before is not None else after, **kill}
-                if pending is not None:  # killed again before it made new progress
-                    self.unrecovered(pending)
-                seen = [v for v in (before, after) if v is not None]
-                if o.progress:  # recovery shows only as new progress
-                    pending = {"n": kill["n"], "peak": max(seen) if seen else None, "low": after, "kill": kill}
-                continue
-            group.kill()  # exited on its own: stop anything it left behind in its group
-            seconds = round(time.monotonic() - group.started, 3)
-            run.update(ended="exited", exit_code=code, seconds=seconds)
-            yield {"event": "exit", "run": run["n"], "exit_code": code, "seconds": seconds, "t": self.t()}
-            if code in CANNOT_START and len(runs) == 1:
-                raise ProbeError(f"--run {o.run!r} cannot start (exit {code}: "
-                                 f"{(group.tail() or ['no output'])[-1]}). Check the command in a shell in {self.cwd}.")
-            if code == 0:
-                if pending is not None:  # finished without new progress to show: recovered by finishing
-                    yield self.recovered(pending, time.monotonic())
-                    pending = None
-                break
-            run["tail"] = group.tail()
-            failures += 1
-            if failures > MAX_FAILURES:
-                outcome = "gave up"
-                break
-            if time.monotonic() >= deadline:
-                outcome = "timed out"
-                break
-        self.runs, self.kills, self.outcome = runs, kills, outcome
         self.wall_s = round(time.monotonic() - started, 3)
-        self.final_progress = last
 
-    def recovered(self, pending: dict[str, Any], now: float) -> dict[str, Any]:
-        """The job made new progress (or finished) after this kill: recovery time and redone work."""
-        kill = self.unrecovered(pending)
-        kill["recovery_ms"] = round((now - pending.get("restart_at", now)) * 1000, 1)
+    @staticmethod
+    def since(group: _Group) -> float:
+        return round(time.monotonic() - group.started, 3)
+
+    def watch(self, group: _Group, until: float) -> Generator[dict[str, Any], None, int | None]:
+        """Sample progress while the run lasts; its exit code, or None when ``until`` came first."""
+        self.peak = self.last  # the most progress seen in this run
+        next_sample = group.started
+        while True:
+            code = group.poll()
+            now = time.monotonic()
+            if self.o.progress and (now >= next_sample or code is not None):
+                next_sample = now + self.o.sample_s
+                yield from self.reading(self.sample())
+            if code is not None or now >= until:
+                return code
+            wait = min(POLL_S, next_sample - now) if self.o.progress else POLL_S
+            time.sleep(max(0.0, min(wait, until - now)))
+
+    def reading(self, value: float | None) -> Iterator[dict[str, Any]]:
+        """One progress reading: the chart's point, and the recovery of the last kill once it is exceeded."""
+        if value is None:
+            return
+        self.last = value
+        self.peak = value if self.peak is None else max(self.peak, value)
+        yield {"event": "progress", "done": value, "total": None, "t": self.t()}
+        p = self.pending
+        if p is not None:
+            p["low"] = value if p["low"] is None else min(p["low"], value)
+            if p["peak"] is None or value > p["peak"]:
+                yield self.recovered(time.monotonic())
+
+    def kill(self, group: _Group, run: dict[str, Any]) -> Iterator[dict[str, Any]]:
+        kill: dict[str, Any] = {"n": len(self.kills) + 1, "signal": "SIGTERM" if self.o.sigterm else "SIGKILL",
+                                "after_s": self.since(group)}
+        kill.update(self.stop(group))
+        run.update(ended="killed", exit_code=kill["exit_code"], seconds=kill["after_s"])
+        before, after = self.peak, self.sample()  # the job is down: `after` is what survived the kill
+        if after is not None:
+            self.last = after
+        kill.update(progress_before=before, progress_after=after)
+        self.kills.append(kill)
+        yield {"event": "kill", "t": self.t(), "done": before if before is not None else after, **kill}
+        if self.pending is not None:  # killed again before it showed new progress
+            self.close(self.pending)
+            self.pending = None
+        if self.o.progress:  # recovery shows as progress beyond what the job had before the kill
+            seen = [v for v in (before, after) if v is not None]
+            self.pending = {"n": kill["n"], "peak": max(seen) if seen else None, "low": after, "kill": kill}
+
+    def recovered(self, now: float) -> dict[str, Any]:
+        """The job made new progress (or finished) after the last kill: its recovery time."""
+        assert self.pending is not None
+        kill = self.close(self.pending)
+        kill["recovery_ms"] = round((now - self.pending.get("restart_at", now)) * 1000, 1)
+        self.pending = None
         return {"event": "recovered", "n": kill["n"], "ms": kill["recovery_ms"], "t": self.t()}
 
     @staticmethod
-    def unrecovered(pending: dict[str, Any]) -> dict[str, Any]:
-        """Close a kill's record: redone work = progress before it minus the lowest reading after it."""
+    def close(pending: dict[str, Any]) -> dict[str, Any]:
+        """A kill's redone work: the progress before it minus the lowest reading after it."""
         kill: dict[str, Any] = pending["kill"]
         kill["recovery_ms"] = None
         peak, low = pending["peak"], pending["low"]
@@ -386,9 +402,6 @@ class _Probe:
         assert code is not None
         honoured = in_time and code == 0
         return {"exit_code": code, "exit_s": exit_s, "within_grace": in_time, "honoured": honoured}
-
-
-Events = Generator[dict[str, Any], None, None]
 
 
 def probe_events(o: ProbeOptions) -> Events:
@@ -417,7 +430,7 @@ def probe_events(o: ProbeOptions) -> Events:
         if verify is not None:
             yield {"event": "verify", "t": p.t(), **verify}
         report = build_report(o.as_json(), date=date, baseline=baseline, runs=p.runs, kills=p.kills,
-                              outcome=p.outcome, wall_s=p.wall_s, verify=verify, progress=p.final_progress,
+                              outcome=p.outcome, wall_s=p.wall_s, verify=verify, progress=p.last,
                               progress_errors=p.progress_errors)
         yield {"event": "report", **report}
 
