@@ -276,7 +276,7 @@ class _Probe:
             raise ProbeError(f"--run {self.o.run!r} cannot start (exit {code}: "
                              f"{(group.tail() or ['no output'])[-1]}). Check the command in a shell in {self.cwd}.")
         self.baseline_result = {"exit_code": code, "wall_s": wall_s, "tail": group.tail() if code else [],
-                                "verify": self.verify()}
+                                "progress": self.sample(), "verify": self.verify()}
         verify = self.baseline_result["verify"]
         yield {"event": "baseline", "exit_code": code, "wall_s": wall_s, "t": self.t(),
                "verify_passed": verify["passed"] if verify else None}

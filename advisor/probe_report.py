@@ -73,12 +73,22 @@ def build_report(options: Mapping[str, Any], *, date: str, baseline: dict[str, A
         # The same shape as a generated project's drill, for views that show either.
         "graceful_exits": [{"exit_code": k["exit_code"], "exit_s": k["exit_s"], "within_grace": k["within_grace"]}
                            for k in terms],
+        "extra_work": _extra_work(baseline, progress, len(kills)),
         "wall_s": wall_s,
         "baseline": baseline,
         "ratio": round(wall_s / base_s, 2) if base_s and outcome == "finished" else None,
     }
     report["ok"], report["verdict"], report["findings"] = judge(report)
     return report
+
+
+def _extra_work(baseline: Mapping[str, Any] | None, final: float | None, kills: int) -> dict[str, Any] | None:
+    """Final progress against the uninterrupted run's: with a counter of work *attempted* (calls, rows
+    read), the surplus is the work the kills made the job repeat."""
+    if not baseline or not isinstance(baseline.get("progress"), (int, float)) or final is None or not kills:
+        return None
+    extra = final - baseline["progress"]
+    return {"baseline": baseline["progress"], "drill": final, "extra": extra, "per_kill": round(extra / kills, 1)}
 
 
 def judge(r: Mapping[str, Any]) -> tuple[bool, str, list[str]]:
@@ -111,6 +121,11 @@ def judge(r: Mapping[str, Any]) -> tuple[bool, str, list[str]]:
                         f" (last: {r['progress']['last_error']})")
     cost = (f"a kill cost ~{_num(redone['per_kill'])} records of redone work (max {_num(redone['max'])})"
             if redone else "redone work not measured (give --progress)")
+    extra = r["extra_work"]
+    if extra and extra["extra"] > 0:
+        findings.append(f"the progress counter ended {_num(extra['extra'])} above the uninterrupted run's"
+                        f" ({_num(extra['drill'])} against {_num(extra['baseline'])}): ~{_num(extra['per_kill'])}"
+                        " repeated per kill")
     if r["outcome"] == "baseline failed":
         assert baseline is not None
         if baseline["exit_code"] != 0:
@@ -170,6 +185,10 @@ def summary(r: Mapping[str, Any]) -> str:
     if redone:
         lines.append(f"  redone work per kill: ~{_num(redone['per_kill'])} (max {_num(redone['max'])},"
                      f" {redone['measured']} kill(s) measured)")
+    if r["extra_work"]:
+        x = r["extra_work"]
+        lines.append(f"  final progress {_num(x['drill'])} against {_num(x['baseline'])} uninterrupted:"
+                     f" {x['extra']:+g} ({x['per_kill']:+g} per kill)")
     if rec["p50"] is not None:
         lines.append(f"  recovery (restart -> new progress): p50 {_seconds(rec['p50'])}, p95 {_seconds(rec['p95'])},"
                      f" max {_seconds(rec['max'])}")
@@ -262,7 +281,7 @@ def evidence_lines(r: Mapping[str, Any]) -> list[str]:
 
 
 REQUIRED = ("date", "options", "signal", "kills", "restarts", "outcome", "runs", "kill_log", "verify", "redone",
-            "recovery_ms", "sigterm", "wall_s", "baseline", "ratio", "ok", "verdict", "findings")
+            "recovery_ms", "sigterm", "extra_work", "wall_s", "baseline", "ratio", "ok", "verdict", "findings")
 
 
 def load_report(path: Path) -> dict[str, Any]:

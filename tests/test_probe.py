@@ -274,10 +274,13 @@ def test_verdicts(measured, ok, headline):
 
 
 def test_evidence_lines_carry_the_figures():
-    done = "\n".join(evidence_lines(_report(baseline={"exit_code": 0, "wall_s": 8.0, "verify": None})))
+    baseline = {"exit_code": 0, "wall_s": 8.0, "progress": 270, "verify": None}
+    done = "\n".join(evidence_lines(_report(baseline=baseline)))
     assert done.startswith("- [x] Done: probe of the job on 2026-11-30")
     assert "3 x SIGKILL" in done and "`python check.py` passed" in done
     assert "p50 0.40 s" in done and "~5 records" in done and "x1.5" in done
+    # The counter ended 30 above the uninterrupted run's 270: 10 repeated per kill.
+    assert "ended 30 above the uninterrupted run's (300 against 270): ~10 repeated per kill" in done
     assert "Reproduce: `advisor probe --run 'python etl.py'" in done
     failed = evidence_lines(_report(verify={"command": "c", "exit_code": 1, "passed": False, "tail": []}))
     assert failed[0].startswith("- [ ] Not yet:") and "LOSES OR DOUBLES DATA" in failed[0]
@@ -342,3 +345,12 @@ def test_a_generated_checkpoint_project_passes(capsys, tmp_path, monkeypatch):
     report = load_report(out)
     assert code == 0 and report["verdict"].startswith("SURVIVES KILLS"), text
     assert report["kills"] >= 1 and report["ratio"] is not None
+    assert report["extra_work"]["baseline"] == 600  # the effects counter: nothing applied twice
+    assert report["extra_work"]["extra"] == 0
+
+
+def test_the_probe_library_imports_neither_textual_nor_copier():
+    code = ("import sys, advisor.probe, advisor.probe_report;"
+            "print([m for m in ('textual', 'copier', 'advisor.tui') if m in sys.modules])")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0 and done.stdout.strip() == "[]", done.stderr
