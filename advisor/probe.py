@@ -183,8 +183,11 @@ class _Group:
         return code
 
     def tail(self, lines: int = TAIL_LINES) -> list[str]:
+        """The last lines of the command's output (only the end of a long log is read)."""
         try:
-            text = self.log.read_text(encoding="utf-8", errors="replace")
+            with open(self.log, "rb") as fh:
+                fh.seek(max(0, fh.seek(0, os.SEEK_END) - 16384))
+                text = fh.read().decode("utf-8", errors="replace")
         except OSError:
             return []
         return [line.rstrip() for line in text.splitlines() if line.strip()][-lines:]

@@ -79,6 +79,7 @@ def build_report(options: Mapping[str, Any], *, date: str, baseline: dict[str, A
         "ratio": round(wall_s / base_s, 2) if base_s and outcome == "finished" else None,
     }
     report["ok"], report["verdict"], report["findings"] = judge(report)
+    report["notes"] = notes(report)
     return report
 
 
@@ -89,6 +90,18 @@ def _extra_work(baseline: Mapping[str, Any] | None, final: float | None, kills: 
         return None
     extra = final - baseline["progress"]
     return {"baseline": baseline["progress"], "drill": final, "extra": extra, "per_kill": round(extra / kills, 1)}
+
+
+def notes(r: Mapping[str, Any]) -> list[str]:
+    """Caveats about the measurements (not about the job): shown with the figures, not in records."""
+    out = []
+    if r["recovery_ms"]["unrecovered"] and r["kills"] and r["options"].get("progress"):
+        out.append(f"{r['recovery_ms']['unrecovered']} kill(s) came before the job showed new progress"
+                   " (no recovery time for them)")
+    if r["progress"] and r["progress"]["errors"]:
+        out.append(f"the progress command printed no number {r['progress']['errors']} time(s)"
+                   f" (last: {r['progress']['last_error']})")
+    return out
 
 
 def judge(r: Mapping[str, Any]) -> tuple[bool, str, list[str]]:
@@ -113,12 +126,6 @@ def judge(r: Mapping[str, Any]) -> tuple[bool, str, list[str]]:
                         " (lower --min-s/--max-s for more)")
     if r["failures"]:
         findings.append(f"{r['failures']} run(s) exited non-zero on their own and were restarted")
-    if rec["unrecovered"] and kills:
-        findings.append(f"{rec['unrecovered']} kill(s) came before the job showed new progress"
-                        " (no recovery time for them)")
-    if r["progress"] and r["progress"]["errors"]:
-        findings.append(f"the progress command printed no number {r['progress']['errors']} time(s)"
-                        f" (last: {r['progress']['last_error']})")
     cost = (f"a kill cost ~{_num(redone['per_kill'])} records of redone work (max {_num(redone['max'])})"
             if redone else "redone work not measured (give --progress)")
     extra = r["extra_work"]
@@ -203,6 +210,7 @@ def summary(r: Mapping[str, Any]) -> str:
             timing += f" (x{r['ratio']:g})"
     lines.append(timing)
     lines += [f"  - {f}" for f in r["findings"][1:]]
+    lines += [f"  - note: {n}" for n in r.get("notes", [])]
     lines.append(("OK: " if r["ok"] else "FAILED: ") + r["verdict"])
     return "\n".join(lines)
 
@@ -256,7 +264,7 @@ def evidence_lines(r: Mapping[str, Any]) -> list[str]:
     rec, redone, sig, verify = r["recovery_ms"], r["redone"], r["sigterm"], r["verify"]
     checked = f"`{verify['command']}` {'passed' if verify['passed'] else 'failed'}" if verify else "no verify command"
     if r["ok"]:
-        lines = [f"- [x] Done: probe of the job on {day} (`advisor probe`): {r['kills']} x {r['signal']} at random"
+        lines = [f"- [x] Done: probe of the job on {day} (`advisor probe`): {r['kills']} × {r['signal']} at random"
                  f" moments, {r['restarts']} restart(s); {checked}."]
     else:
         lines = [f"- [ ] Not yet: the probe of the job on {day} failed: {r['verdict']}.",
@@ -276,12 +284,13 @@ def evidence_lines(r: Mapping[str, Any]) -> list[str]:
     if r["ok"]:
         lines.append(f"  - Verdict: {r['verdict']}.")
     lines += [f"  - Also: {f}." for f in r["findings"][1:]]
-    lines.append(f"  - Reproduce: `{reproduce(r)}`")
+    lines.append(f"  - Reproduce (in the job's folder): `{reproduce(r)}`")
     return lines
 
 
-REQUIRED = ("date", "options", "signal", "kills", "restarts", "outcome", "runs", "kill_log", "verify", "redone",
-            "recovery_ms", "sigterm", "extra_work", "wall_s", "baseline", "ratio", "ok", "verdict", "findings")
+# What evidence_lines reads.
+REQUIRED = ("date", "options", "signal", "kills", "restarts", "verify", "redone", "recovery_ms", "sigterm",
+            "wall_s", "baseline", "ratio", "ok", "verdict", "findings")
 
 
 def load_report(path: Path) -> dict[str, Any]:
@@ -303,6 +312,8 @@ def load_report(path: Path) -> dict[str, Any]:
     if data.get("format") != FORMAT:
         raise ProbeError(f"{path}: probe report format {data.get('format')!r}; this advisor reads format {FORMAT}.")
     missing = [key for key in REQUIRED if key not in data]
+    if not missing and not (isinstance(data["options"], dict) and isinstance(data["options"].get("run"), str)):
+        missing = ["options.run"]
     if missing:
         raise ProbeError(f"{path}: incomplete probe report (missing {', '.join(missing)}); {hint}")
     return data

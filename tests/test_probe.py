@@ -277,11 +277,11 @@ def test_evidence_lines_carry_the_figures():
     baseline = {"exit_code": 0, "wall_s": 8.0, "progress": 270, "verify": None}
     done = "\n".join(evidence_lines(_report(baseline=baseline)))
     assert done.startswith("- [x] Done: probe of the job on 2026-11-30")
-    assert "3 x SIGKILL" in done and "`python check.py` passed" in done
+    assert "3 × SIGKILL" in done and "`python check.py` passed" in done
     assert "p50 0.40 s" in done and "~5 records" in done and "x1.5" in done
     # The counter ended 30 above the uninterrupted run's 270: 10 repeated per kill.
     assert "ended 30 above the uninterrupted run's (300 against 270): ~10 repeated per kill" in done
-    assert "Reproduce: `advisor probe --run 'python etl.py'" in done
+    assert "Reproduce (in the job's folder): `advisor probe --run 'python etl.py'" in done
     failed = evidence_lines(_report(verify={"command": "c", "exit_code": 1, "passed": False, "tail": []}))
     assert failed[0].startswith("- [ ] Not yet:") and "LOSES OR DOUBLES DATA" in failed[0]
 
