@@ -14,29 +14,26 @@ when given). Pure library: no Textual, no Copier.
 from __future__ import annotations
 
 import math
-import os
 import random
 import re
 import signal
-import subprocess
 import tempfile
 import time
 from collections.abc import Callable, Generator, Iterator
 from contextlib import contextmanager
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
 from advisor.errors import ProbeError
+from advisor.process_group import Finished, Group, run_command
 from advisor.probe_report import build_report, evidence_lines, load_report, summary
 
 __all__ = ["ProbeOptions", "Finished", "probe_events", "run_probe", "run_command", "stop_on_sigterm",
            "build_report", "evidence_lines", "load_report", "summary"]
 
 POLL_S = 0.01            # how often the probe looks at the job (exit, kill moment, next sample)
-GONE_WAIT_S = 5.0        # after SIGKILL, how long to wait for the whole group to disappear
 MAX_FAILURES = 3         # restarts after runs that exit non-zero on their own, before giving up
-TAIL_LINES = 8           # lines of output kept from a verify or a failed run
 CANNOT_START = (126, 127)  # bash: not executable / command not found
 
 Events = Generator[dict[str, Any], None, None]
@@ -69,9 +66,9 @@ class ProbeOptions:
         if self.kills < 1:
             raise ProbeError(f"--kills {self.kills}: give at least 1 kill.")
         for flag, value in (("--grace", self.grace_s), ("--timeout", self.timeout_s), ("--sample-s", self.sample_s)):
-            if not value > 0:  # also rejects NaN
+            if not (value > 0 and math.isfinite(value)):  # also rejects NaN and inf
                 raise ProbeError(f"{flag} {value}: give a number of seconds above 0.")
-        if not (0 <= self.min_s <= self.max_s) or self.max_s <= 0:
+        if not (0 <= self.min_s <= self.max_s and 0 < self.max_s < math.inf):
             raise ProbeError(f"--min-s {self.min_s} --max-s {self.max_s}: kill moments need 0 <= min-s <= max-s, "
                              "max-s above 0 (seconds after each start).")
         if self.baseline and not self.reset:
@@ -84,121 +81,6 @@ class ProbeOptions:
         data = asdict(self)
         data["cwd"] = str(Path(self.cwd).resolve())
         return data
-
-
-@dataclass
-class Finished:
-    """A command run to its end (or stopped at its time limit)."""
-
-    exit_code: int | None  # None: stopped at the time limit
-    seconds: float
-    tail: list[str] = field(default_factory=list)
-
-    @property
-    def last_line(self) -> str:
-        return self.tail[-1] if self.tail else ""
-
-
-# ------------------------------------------------------------------ process groups
-def _members(pgid: int) -> bool:
-    """Is any live (non-zombie) process left in the group? /proc on Linux, else kill(0)."""
-    proc = Path("/proc")
-    if proc.is_dir():
-        for entry in os.scandir(proc):
-            if not entry.name.isdigit():
-                continue
-            try:
-                stat = Path(entry.path, "stat").read_text()
-            except OSError:
-                continue
-            fields = stat[stat.rfind(")") + 2:].split()  # after "pid (comm) ": state ppid pgrp ...
-            if len(fields) > 2 and fields[2] == str(pgid) and fields[0] not in ("Z", "X"):
-                return True
-        return False
-    try:
-        os.killpg(pgid, 0)
-    except (ProcessLookupError, PermissionError):
-        return False
-    return True
-
-
-class _Group:
-    """One command in its own session and process group; only this group is ever signalled."""
-
-    def __init__(self, command: str, cwd: Path, log: Path) -> None:
-        with open(log, "wb") as out:
-            try:
-                self.proc = subprocess.Popen(["bash", "-c", command], cwd=cwd, stdin=subprocess.DEVNULL,
-                                             stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
-            except OSError as exc:
-                raise ProbeError(f"cannot start {command!r}: {exc.strerror or exc}.") from None
-        self.pgid = self.proc.pid  # start_new_session: the leader's pid is the group id
-        self.log = log
-        self.started = time.monotonic()
-
-    def __enter__(self) -> _Group:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.kill()  # whatever happened (an error, Ctrl-C, a closed generator): the group is stopped
-
-    def wait(self, timeout_s: float) -> int | None:
-        """The leader's exit code, or None when it is still running after ``timeout_s``."""
-        try:
-            return self.proc.wait(timeout=timeout_s)
-        except subprocess.TimeoutExpired:
-            return None
-
-    def signal(self, sig: int) -> None:
-        # Once the leader is reaped, signal only while members remain (the id is then still theirs).
-        if self.proc.returncode is not None and not _members(self.pgid):
-            return
-        try:
-            os.killpg(self.pgid, sig)
-        except (ProcessLookupError, PermissionError):
-            pass
-
-    def poll(self) -> int | None:
-        return self.proc.poll()
-
-    def gone(self) -> bool:
-        return self.proc.poll() is not None and not _members(self.pgid)
-
-    def wait_gone(self, timeout_s: float) -> bool:
-        end = time.monotonic() + timeout_s
-        while not self.gone():
-            if time.monotonic() >= end:
-                return False
-            time.sleep(POLL_S)
-        return True
-
-    def kill(self) -> int:
-        """SIGKILL the whole group (grandchildren too) and reap the leader; its exit code."""
-        self.signal(signal.SIGKILL)
-        try:
-            code = self.proc.wait(timeout=GONE_WAIT_S)
-        except subprocess.TimeoutExpired:  # stuck in the kernel; report and go on
-            code = -signal.SIGKILL
-        self.wait_gone(GONE_WAIT_S)
-        return code
-
-    def tail(self, lines: int = TAIL_LINES) -> list[str]:
-        """The last lines of the command's output (only the end of a long log is read)."""
-        try:
-            with open(self.log, "rb") as fh:
-                fh.seek(max(0, fh.seek(0, os.SEEK_END) - 16384))
-                text = fh.read().decode("utf-8", errors="replace")
-        except OSError:
-            return []
-        return [line.rstrip() for line in text.splitlines() if line.strip()][-lines:]
-
-
-def run_command(command: str, cwd: Path, timeout_s: float, log: Path) -> Finished:
-    """Run a command to its end, bounded by ``timeout_s``; leftovers in its group are stopped."""
-    with _Group(command, cwd, log) as group:  # on leaving: a timed-out command, or its leftovers, stopped
-        code = group.wait(timeout_s)
-        seconds = time.monotonic() - group.started
-    return Finished(code, round(seconds, 3), group.tail())
 
 
 _NUMBER = re.compile(r"-?\d+(?:\.\d+)?")
@@ -272,7 +154,7 @@ class _Probe:
     def baseline(self) -> Events:
         """One uninterrupted run after the reset, then its verify: does the job pass without kills?"""
         yield from self.reset()
-        with _Group(self.o.run, self.cwd, self.log()) as group:
+        with Group(self.o.run, self.cwd, self.log()) as group:
             code = group.wait(self.o.timeout_s)
             wall_s = round(time.monotonic() - group.started, 3)
         if code in CANNOT_START:
@@ -291,7 +173,7 @@ class _Probe:
         deadline = started + o.timeout_s
         failures, self.outcome = 0, "finished"
         while True:
-            with _Group(o.run, self.cwd, self.log()) as group:  # stopped on leaving, whatever happens
+            with Group(o.run, self.cwd, self.log()) as group:  # stopped on leaving, whatever happens
                 run: dict[str, Any] = {"n": len(self.runs) + 1, "start_t": self.t()}
                 self.runs.append(run)
                 if self.pending is not None:
@@ -325,10 +207,10 @@ class _Probe:
         self.wall_s = round(time.monotonic() - started, 3)
 
     @staticmethod
-    def since(group: _Group) -> float:
+    def since(group: Group) -> float:
         return round(time.monotonic() - group.started, 3)
 
-    def watch(self, group: _Group, until: float) -> Generator[dict[str, Any], None, int | None]:
+    def watch(self, group: Group, until: float) -> Generator[dict[str, Any], None, int | None]:
         """Sample progress while the run lasts; its exit code, or None when ``until`` came first."""
         self.peak = self.last  # the most progress seen in this run
         next_sample = group.started
@@ -356,7 +238,7 @@ class _Probe:
             if p["peak"] is None or value > p["peak"]:
                 yield self.recovered(time.monotonic())
 
-    def kill(self, group: _Group, run: dict[str, Any]) -> Iterator[dict[str, Any]]:
+    def kill(self, group: Group, run: dict[str, Any]) -> Iterator[dict[str, Any]]:
         kill: dict[str, Any] = {"n": len(self.kills) + 1, "signal": "SIGTERM" if self.o.sigterm else "SIGKILL",
                                 "after_s": self.since(group)}
         kill.update(self.stop(group))
@@ -393,7 +275,7 @@ class _Probe:
             kill["lowest_after"] = low
         return kill
 
-    def stop(self, group: _Group) -> dict[str, Any]:
+    def stop(self, group: Group) -> dict[str, Any]:
         """SIGKILL the group; with --sigterm, SIGTERM first and measure how it stops."""
         if not self.o.sigterm:
             return {"exit_code": group.kill()}

@@ -92,6 +92,25 @@ def _extra_work(baseline: Mapping[str, Any] | None, final: float | None, kills: 
     return {"baseline": baseline["progress"], "drill": final, "extra": extra, "per_kill": round(extra / kills, 1)}
 
 
+def _sigterm_finding(r: Mapping[str, Any]) -> str:
+    """How the SIGTERMs that were not honoured went: ignored (too slow), died of it, or failed."""
+    sig = r["sigterm"]
+    missed = [k for k in r["kill_log"] if k["signal"] == "SIGTERM" and not k.get("honoured")]
+    late = sum(1 for k in missed if not k.get("within_grace"))
+    died = sum(1 for k in missed if k.get("within_grace") and k["exit_code"] == -15)
+    failed = sorted({k["exit_code"] for k in missed if k.get("within_grace") and k["exit_code"] != -15})
+    how = []
+    if late:
+        how.append(f"{late} still running after {_num(sig['grace_s'])} s (then SIGKILLed)")
+    if died:
+        how.append(f"{died} died of it (exit -15: no SIGTERM handler, or a shell in front of the job:"
+                   " start it with `exec`)")
+    if failed:
+        how.append(f"exit code(s) {', '.join(map(str, failed))}")
+    return (f"IGNORES SIGTERM: {len(missed)} of {sig['sent']} SIGTERMs were not honoured (exit 0 within"
+            f" {_num(sig['grace_s'])} s): {'; '.join(how)}")
+
+
 def notes(r: Mapping[str, Any]) -> list[str]:
     """Caveats about the measurements (not about the job): shown with the figures, not in records."""
     out = []
@@ -110,13 +129,7 @@ def judge(r: Mapping[str, Any]) -> tuple[bool, str, list[str]]:
     sig, redone, rec = r["sigterm"], r["redone"], r["recovery_ms"]
     findings: list[str] = []
     if sig and sig["honoured"] < sig["sent"]:
-        codes = sorted({k["exit_code"] for k in r["kill_log"] if k["signal"] == "SIGTERM" and not k.get("honoured")})
-        line = (f"IGNORES SIGTERM: {sig['sent'] - sig['honoured']} of {sig['sent']} SIGTERMs were not honoured"
-                f" (exit 0 within {_num(sig['grace_s'])} s); exit codes {', '.join(map(str, codes))}")
-        if -15 in codes:
-            line += ("; -15 means SIGTERM's default action killed it: no handler, or a shell in front of"
-                     " the job (start it with `exec`)")
-        findings.append(line)
+        findings.append(_sigterm_finding(r))
     from_zero = bool(redone and redone["share_median"] is not None and redone["share_median"] >= FROM_ZERO)
     if from_zero:
         findings.append(f"RESTARTS FROM ZERO: each kill redid ~{redone['share_median']:.0%} of the progress made"
