@@ -42,6 +42,7 @@ if mode == "zero":
     db.execute("DELETE FROM results")
     db.execute("UPDATE progress SET done = 0")
     db.execute("COMMIT")
+    time.sleep(0.3)  # re-reads its whole input before it starts over (the counter reads 0 meanwhile)
 done = db.execute("SELECT done FROM progress").fetchone()[0]
 out = open(os.path.join(data, "out.txt"), "a") if mode == "double" else None
 
