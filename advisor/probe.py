@@ -110,7 +110,6 @@ class _Probe:
         self.outcome = "not run"
         self.wall_s = 0.0
         self.last: float | None = None   # the latest progress reading
-        self.peak: float | None = None   # the most progress seen during the current run
         self.pending: dict[str, Any] | None = None  # the last kill, until new progress shows its recovery
 
     def t(self) -> float:
@@ -123,9 +122,12 @@ class _Probe:
     def command(self, flag: str, command: str, timeout_s: float | None = None) -> Finished:
         done = run_command(command, self.cwd, timeout_s or self.o.timeout_s, self.log())
         if done.exit_code in CANNOT_START:
-            raise ProbeError(f"{flag} {command!r} cannot start (exit {done.exit_code}: "
-                             f"{done.last_line or 'no output'}). Check the command in a shell in {self.cwd}.")
+            raise self.cannot_start(flag, command, done.exit_code, done.tail)
         return done
+
+    def cannot_start(self, flag: str, command: str, code: int | None, tail: list[str]) -> ProbeError:
+        return ProbeError(f"{flag} {command!r} cannot start (exit {code}: {tail[-1] if tail else 'no output'})."
+                          f" Check the command in a shell in {self.cwd}.")
 
     def reset(self) -> Events:
         if self.o.reset:
@@ -158,8 +160,7 @@ class _Probe:
             code = group.wait(self.o.timeout_s)
             wall_s = round(time.monotonic() - group.started, 3)
         if code in CANNOT_START:
-            raise ProbeError(f"--run {self.o.run!r} cannot start (exit {code}: "
-                             f"{(group.tail() or ['no output'])[-1]}). Check the command in a shell in {self.cwd}.")
+            raise self.cannot_start("--run", self.o.run, code, group.tail())
         self.baseline_result = {"exit_code": code, "wall_s": wall_s, "tail": group.tail() if code else [],
                                 "progress": self.sample(), "verify": self.verify()}
         verify = self.baseline_result["verify"]
@@ -193,8 +194,7 @@ class _Probe:
                 run.update(ended="exited", exit_code=code, seconds=self.since(group))
                 yield {"event": "exit", "run": run["n"], "exit_code": code, "seconds": run["seconds"], "t": self.t()}
                 if code in CANNOT_START and len(self.runs) == 1:
-                    raise ProbeError(f"--run {o.run!r} cannot start (exit {code}: {(group.tail() or ['no output'])[-1]})."
-                                     f" Check the command in a shell in {self.cwd}.")
+                    raise self.cannot_start("--run", o.run, code, group.tail())
                 if code == 0:
                     if self.pending is not None:  # nothing new left to do: recovered by finishing
                         yield self.recovered(time.monotonic())
@@ -212,7 +212,6 @@ class _Probe:
 
     def watch(self, group: Group, until: float) -> Generator[dict[str, Any], None, int | None]:
         """Sample progress while the run lasts; its exit code, or None when ``until`` came first."""
-        self.peak = self.last  # the most progress seen in this run
         next_sample = group.started
         while True:
             code = group.poll()
@@ -230,12 +229,11 @@ class _Probe:
         if value is None:
             return
         self.last = value
-        self.peak = value if self.peak is None else max(self.peak, value)
         yield {"event": "progress", "done": value, "total": None, "t": self.t()}
         p = self.pending
         if p is not None:
             p["low"] = value if p["low"] is None else min(p["low"], value)
-            if p["peak"] is None or value > p["peak"]:
+            if p["mark"] is None or value > p["mark"]:
                 yield self.recovered(time.monotonic())
 
     def kill(self, group: Group, run: dict[str, Any]) -> Iterator[dict[str, Any]]:
@@ -243,18 +241,18 @@ class _Probe:
                                 "after_s": self.since(group)}
         kill.update(self.stop(group))
         run.update(ended="killed", exit_code=kill["exit_code"], seconds=kill["after_s"])
-        before, after = self.peak, self.sample()  # the job is down: `after` is what survived the kill
+        before, after = self.last, self.sample()  # the job is down: `after` is what survived the kill
+        mark = after if after is not None else before
         if after is not None:
             self.last = after
-        kill.update(progress_before=before, progress_after=after)
+        kill.update(progress_before=before, progress_after=after, progress_at_kill=mark)
         self.kills.append(kill)
         yield {"event": "kill", "t": self.t(), "done": before if before is not None else after, **kill}
         if self.pending is not None:  # killed again before it showed new progress
             self.close(self.pending)
             self.pending = None
-        if self.o.progress:  # recovery shows as progress beyond what the job had before the kill
-            seen = [v for v in (before, after) if v is not None]
-            self.pending = {"n": kill["n"], "peak": max(seen) if seen else None, "low": after, "kill": kill}
+        if self.o.progress:  # recovery shows as progress beyond the mark the job had reached at the kill
+            self.pending = {"n": kill["n"], "mark": mark, "low": after, "kill": kill}
 
     def recovered(self, now: float) -> dict[str, Any]:
         """The job made new progress (or finished) after the last kill: its recovery time."""
@@ -266,12 +264,12 @@ class _Probe:
 
     @staticmethod
     def close(pending: dict[str, Any]) -> dict[str, Any]:
-        """A kill's redone work: the progress before it minus the lowest reading after it."""
+        """A kill's redone work: the progress at the kill minus the lowest reading after it."""
         kill: dict[str, Any] = pending["kill"]
         kill["recovery_ms"] = None
-        peak, low = pending["peak"], pending["low"]
-        if peak is not None and low is not None:
-            kill["redone"] = max(0, peak - low)
+        mark, low = pending["mark"], pending["low"]
+        if mark is not None and low is not None:
+            kill["redone"] = max(0, mark - low)
             kill["lowest_after"] = low
         return kill
 

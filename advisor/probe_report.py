@@ -41,9 +41,6 @@ def build_report(options: Mapping[str, Any], *, date: str, baseline: dict[str, A
                  verify: dict[str, Any] | None, progress: float | None, progress_errors: list[str]) -> dict[str, Any]:
     """Gather the measurements into the report (JSON-ready) and judge them."""
     recoveries = [k["recovery_ms"] for k in kills if isinstance(k.get("recovery_ms"), (int, float))]
-    redone = [k["redone"] for k in kills if isinstance(k.get("redone"), (int, float))]
-    shares = [k["redone"] / k["progress_before"] for k in kills
-              if isinstance(k.get("redone"), (int, float)) and (k.get("progress_before") or 0) > 0]
     terms = [k for k in kills if k["signal"] == "SIGTERM"]
     base_s = baseline["wall_s"] if baseline and baseline.get("exit_code") == 0 else None
     report: dict[str, Any] = {
@@ -60,16 +57,12 @@ def build_report(options: Mapping[str, Any], *, date: str, baseline: dict[str, A
         "kill_log": kills,
         "failures": sum(1 for r in runs if r.get("ended") == "exited" and r.get("exit_code") != 0),
         "verify": verify,
-        "progress": {"command": options.get("progress"), "final": progress, "errors": len(progress_errors),
-                     "last_error": progress_errors[-1] if progress_errors else None} if options.get("progress") else None,
-        "redone": {"per_kill": round(statistics.fmean(redone), 1), "max": max(redone), "measured": len(redone),
-                   "share_median": round(statistics.median(shares), 2) if shares else None} if redone else None,
+        "progress": None,
+        "redone": _redone(kills),
         "recovery_ms": {"p50": percentile(recoveries, 0.5), "p95": percentile(recoveries, 0.95),
                         "max": max(recoveries) if recoveries else None,
                         "unrecovered": sum(1 for k in kills if k.get("recovery_ms") is None)},
-        "sigterm": {"sent": len(terms), "honoured": sum(1 for k in terms if k.get("honoured")),
-                    "grace_s": options.get("grace_s"),
-                    "slowest_s": max((k["exit_s"] for k in terms), default=None)} if options.get("sigterm") else None,
+        "sigterm": None,
         # The same shape as a generated project's drill, for views that show either.
         "graceful_exits": [{"exit_code": k["exit_code"], "exit_s": k["exit_s"], "within_grace": k["within_grace"]}
                            for k in terms],
@@ -78,9 +71,27 @@ def build_report(options: Mapping[str, Any], *, date: str, baseline: dict[str, A
         "baseline": baseline,
         "ratio": round(wall_s / base_s, 2) if base_s and outcome == "finished" else None,
     }
+    if options.get("progress"):
+        report["progress"] = {"command": options["progress"], "final": progress, "errors": len(progress_errors),
+                              "last_error": progress_errors[-1] if progress_errors else None}
+    if options.get("sigterm"):
+        slowest = max((k["exit_s"] for k in terms), default=None)
+        report["sigterm"] = {"sent": len(terms), "honoured": sum(1 for k in terms if k.get("honoured")),
+                             "grace_s": options.get("grace_s"), "slowest_s": slowest}
     report["ok"], report["verdict"], report["findings"] = judge(report)
     report["notes"] = notes(report)
     return report
+
+
+def _redone(kills: list[dict[str, Any]]) -> dict[str, Any] | None:
+    """Redone work per kill, and the median share of the progress at a kill that it redid."""
+    redone = [k["redone"] for k in kills if isinstance(k.get("redone"), (int, float))]
+    if not redone:
+        return None
+    shares = [k["redone"] / k["progress_at_kill"] for k in kills
+              if isinstance(k.get("redone"), (int, float)) and (k.get("progress_at_kill") or 0) > 0]
+    return {"per_kill": round(statistics.fmean(redone), 1), "max": max(redone), "measured": len(redone),
+            "share_median": round(statistics.median(shares), 2) if shares else None}
 
 
 def _extra_work(baseline: Mapping[str, Any] | None, final: float | None, kills: int) -> dict[str, Any] | None:
@@ -152,8 +163,9 @@ def judge(r: Mapping[str, Any]) -> tuple[bool, str, list[str]]:
             how = "did not finish in time" if baseline["exit_code"] is None else f"exited {baseline['exit_code']}"
             head = f"FAILS WITHOUT KILLS: the uninterrupted run {how}; fix the job before probing it"
         else:
+            check = baseline["verify"]
             head = (f"VERIFY FAILS WITHOUT KILLS: the uninterrupted run finished but verify exited"
-                    f" {baseline['verify']['exit_code']} ({_last(baseline['verify'])}); fix the job or the verify command")
+                    f" {check['exit_code']} ({_last(check)}); fix the job or the verify command")
         return False, head, [head] + findings
     if r["outcome"] == "timed out":
         head = (f"TIMED OUT: the job did not finish within --timeout {_num(opts['timeout_s'])} s"
@@ -165,7 +177,8 @@ def judge(r: Mapping[str, Any]) -> tuple[bool, str, list[str]]:
     elif verify is None:
         head = f"UNVERIFIED: the job finished after {kills} kill(s), but no --verify command checked its data"
     elif not verify["passed"]:
-        head = f"LOSES OR DOUBLES DATA: verify failed after {kills} kill(s) (exit {verify['exit_code']}: {_last(verify)})"
+        head = (f"LOSES OR DOUBLES DATA: verify failed after {kills} kill(s)"
+                f" (exit {verify['exit_code']}: {_last(verify)})")
     elif kills == 0:
         head = ("NOT TESTED: the job finished before the first kill moment; lower --min-s/--max-s, or give"
                 " --reset CMD so that each probe starts from the beginning")

@@ -62,10 +62,10 @@ def test_a_job_that_restarts_from_zero_passes_but_reports_the_redone_work(capsys
     code, report, _ = probe(capsys, job, "zero", "--kills", "3")
     assert code == 0 and report["verify"]["passed"]
     assert report["verdict"].startswith("RESTARTS FROM ZERO"), report["findings"]
-    measured = [k for k in report["kill_log"] if k.get("redone") is not None and k["progress_before"]]
+    measured = [k for k in report["kill_log"] if k.get("redone") is not None and k["progress_at_kill"]]
     assert measured and report["redone"]["per_kill"] > 0
-    # Each kill's redone work is (about) all the progress before it: the low reading after the restart is 0.
-    assert sum(k["redone"] == k["progress_before"] for k in measured) >= len(measured) / 2
+    # Each kill's redone work is all the progress it had reached: the counter reads 0 after the restart.
+    assert sum(k["redone"] == k["progress_at_kill"] for k in measured) >= len(measured) / 2
 
 
 def test_a_job_that_moves_its_progress_before_its_results_loses_data(capsys, job):
@@ -168,8 +168,8 @@ def test_a_kill_stops_the_whole_group_grandchildren_too(capsys, job):
 @pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="reads process states from /proc")
 def test_sigterm_to_the_probe_stops_the_job(tmp_path):
     job = "import os, time; open('job.pid', 'w').write(str(os.getpid())); time.sleep(120)"
-    cmd = [sys.executable, "-m", "advisor", "probe", "--cwd", str(tmp_path), "--run", f"exec {PY} -c {shlex.quote(job)}",
-           "--verify", "true", "--min-s", "100", "--max-s", "110"]  # fmt: skip
+    cmd = [sys.executable, "-m", "advisor", "probe", "--cwd", str(tmp_path), "--verify", "true",
+           "--run", f"exec {PY} -c {shlex.quote(job)}", "--min-s", "100", "--max-s", "110"]  # fmt: skip
     proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     try:
         pid_file = tmp_path / "job.pid"
@@ -241,7 +241,7 @@ def _report(**measured) -> dict:
     options.update(measured.pop("options", {}))
     kills = measured.pop("kills", [
         {"n": n, "signal": "SIGKILL", "after_s": 2.0, "exit_code": -9, "progress_before": 100 * n,
-         "progress_after": 100 * n - 5, "recovery_ms": 400.0 + n, "redone": 5}
+         "progress_after": 100 * n - 5, "progress_at_kill": 100 * n - 5, "recovery_ms": 400.0 + n, "redone": 5}
         for n in (1, 2, 3)
     ])  # fmt: skip
     args = dict(date="2026-11-30T10:00:00Z", baseline=None, runs=[{"n": n, "ended": "killed"} for n in (1, 2, 3)]
@@ -259,7 +259,8 @@ def _report(**measured) -> dict:
         ({"verify": {"command": "c", "exit_code": 1, "passed": False, "tail": ["3 missing"]}}, False,
          "LOSES OR DOUBLES DATA: verify failed after 3 kill(s) (exit 1: '3 missing')"),  # verify fails
         ({"kills": [{"n": 1, "signal": "SIGKILL", "exit_code": -9, "progress_before": 80, "progress_after": 80,
-                     "recovery_ms": 900.0, "redone": 80}]}, True, "RESTARTS FROM ZERO"),  # redid everything
+                     "progress_at_kill": 80, "recovery_ms": 900.0, "redone": 80}]},
+         True, "RESTARTS FROM ZERO"),  # redid everything
         ({"options": {"sigterm": True}, "kills": [{"n": 1, "signal": "SIGTERM", "exit_code": -15, "exit_s": 0.01,
                                                    "within_grace": True, "honoured": False}]},
          False, "IGNORES SIGTERM: 1 of 1"),  # died of SIGTERM's default action
@@ -334,7 +335,8 @@ def test_a_generated_checkpoint_project_passes(capsys, tmp_path, monkeypatch):
         "print(f'{total} effects, {distinct} records, expected 600')\n"
         "sys.exit(0 if total == distinct == 600 else 1)\n"
     )
-    progress = "import sqlite3; print(sqlite3.connect('file:data/external.db?mode=ro', uri=True).execute('SELECT COUNT(*) FROM effects').fetchone()[0])"  # noqa: E501
+    progress = ("import sqlite3; db = sqlite3.connect('file:data/external.db?mode=ro', uri=True);"
+                "print(db.execute('SELECT COUNT(*) FROM effects').fetchone()[0])")
     out = tmp_path / "probe.json"
     code = main(["probe", "--cwd", str(dest), "--run", f"exec {PY} -m {pkg} run --data-dir data",
                  "--reset", f"rm -rf data && {PY} -m {pkg} submit-demo --records 600 --work-ms 3 --data-dir data",
