@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import shlex
 import sys
 import textwrap
 from collections.abc import Callable, Sequence
@@ -266,7 +267,8 @@ def cmd_probe(args: argparse.Namespace) -> int:
     elif not args.events:
         print(summary(report))
         if out is not None:
-            print(f"wrote {out}   (attach it: advisor review --answers job.yml --probe {out} --out decision.md)")
+            print(f"wrote {out}\nnext: advisor review --probe {shlex.quote(str(out))} --out decision.md"
+                  "   (add --answers FILE: your answers, see advisor questions)")
     return 0 if report.get("ok") else 1
 
 
