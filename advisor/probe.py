@@ -161,8 +161,9 @@ class _Probe:
             wall_s = round(time.monotonic() - group.started, 3)
         if code in CANNOT_START:
             raise self.cannot_start("--run", self.o.run, code, group.tail())
-        self.baseline_result = {"exit_code": code, "wall_s": wall_s, "tail": group.tail() if code else [],
-                                "progress": self.sample(), "verify": self.verify()}
+        finished = code == 0  # a failed run is not worth verifying
+        self.baseline_result = {"exit_code": code, "wall_s": wall_s, "tail": [] if finished else group.tail(),
+                                "progress": self.sample(), "verify": self.verify() if finished else None}
         verify = self.baseline_result["verify"]
         yield {"event": "baseline", "exit_code": code, "wall_s": wall_s, "t": self.t(),
                "verify_passed": verify["passed"] if verify else None}

@@ -298,6 +298,17 @@ def test_review_puts_the_probe_into_the_verification_plan(capsys, tmp_path):
     assert "- [x] Done: probe of the job on 2026-11-30" in plan and "p50 0.40 s" in plan
 
 
+def test_decision_record_probe_hook(catalog):
+    """The hook review.py offers: ``probe`` lines lead the verification plan; without them nothing changes."""
+    from advisor.review import decision_record
+
+    plain = decision_record({}, catalog)
+    record = decision_record({}, catalog, probe=["- [x] Done: probe", "  - Recovery: p50 0.40 s."])
+    assert record.replace("Evidence from a crash drill of the team's own job:\n\n- [x] Done: probe\n"
+                          "  - Recovery: p50 0.40 s.\n\n", "") == plain
+    assert record.index("## Verification plan") < record.index("- [x] Done: probe") < record.index("1. `advisor")
+
+
 @pytest.mark.parametrize(
     "content,expect",
     [
