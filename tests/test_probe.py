@@ -166,7 +166,8 @@ def test_a_kill_stops_the_whole_group_grandchildren_too(capsys, job):
 
 
 @pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="reads process states from /proc")
-def test_sigterm_to_the_probe_stops_the_job(tmp_path):
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])  # a service manager; Ctrl-C
+def test_stopping_the_probe_stops_the_job(tmp_path, sig):
     job = "import os, time; open('job.pid', 'w').write(str(os.getpid())); time.sleep(120)"
     cmd = [sys.executable, "-m", "advisor", "probe", "--cwd", str(tmp_path), "--verify", "true",
            "--run", f"exec {PY} -c {shlex.quote(job)}", "--min-s", "100", "--max-s", "110"]  # fmt: skip
@@ -179,7 +180,7 @@ def test_sigterm_to_the_probe_stops_the_job(tmp_path):
             time.sleep(0.1)
         pid = int(pid_file.read_text())
         assert _alive(pid)
-        proc.send_signal(signal.SIGTERM)
+        proc.send_signal(sig)
         _, err = proc.communicate(timeout=60)
     finally:
         proc.kill()
