@@ -171,7 +171,9 @@ def test_stopping_the_probe_stops_the_job(tmp_path, sig):
     job = "import os, time; open('job.pid', 'w').write(str(os.getpid())); time.sleep(120)"
     cmd = [sys.executable, "-m", "advisor", "probe", "--cwd", str(tmp_path), "--verify", "true",
            "--run", f"exec {PY} -c {shlex.quote(job)}", "--min-s", "100", "--max-s", "110"]  # fmt: skip
-    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    # As from a terminal: a runner that ignores SIGINT (a background job) must not pass that on.
+    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     try:
         pid_file = tmp_path / "job.pid"
         for _ in range(600):  # up to 60 s on a loaded machine
