@@ -191,6 +191,23 @@ def test_stopping_the_probe_stops_the_job(tmp_path, sig):
     assert not _alive(pid)
 
 
+@pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="reads process states from /proc")
+def test_closing_the_event_stream_early_stops_the_job(tmp_path):
+    """What a live view does when its user leaves: close the generator; the job's group is stopped."""
+    from advisor.probe import ProbeOptions, probe_events
+
+    job = "import os, time; open('job.pid', 'w').write(str(os.getpid())); time.sleep(120)"
+    events = probe_events(ProbeOptions(run=f"exec {PY} -c {shlex.quote(job)}", cwd=tmp_path, min_s=100, max_s=110,
+                                       progress="test -s job.pid && echo 1 || echo 0", sample_s=0.05, timeout_s=60))
+    for event in events:
+        if event["event"] == "progress" and event["done"] == 1:
+            break
+    pid = int((tmp_path / "job.pid").read_text())
+    assert _alive(pid)
+    events.close()
+    assert not _alive(pid)
+
+
 # --- bad input: one line, exit 2, nothing run or written ---------------------------------
 
 
