@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import shlex
 import sys
 import textwrap
 from collections.abc import Callable, Sequence
@@ -270,8 +271,13 @@ def cmd_review(args: argparse.Namespace) -> int:
         control_flags=args.control or [],
         context=context,
     )
+    probe = None
+    if args.probe:  # a probe report's figures become evidence in the verification plan
+        from advisor.probe_report import evidence_lines, load_report
+
+        probe = evidence_lines(load_report(Path(args.probe)))
     result = review(given.answers, catalog, current=given.current, chosen=args.chosen, context=given.context)
-    write_text_safely(Path(args.out), render(result, catalog, title=args.title), force=args.force)
+    write_text_safely(Path(args.out), render(result, catalog, title=args.title, probe=probe), force=args.force)
     print(f"wrote {args.out}")
     if result.verdict is not None:
         print(result.verdict.summary)
@@ -334,6 +340,55 @@ def cmd_drill(args: argparse.Namespace) -> int:
             f" {report.get('throughput')} records/s"
         )
     return 0 if report.get("ok") else 1
+
+
+def cmd_probe(args: argparse.Namespace) -> int:
+    from contextlib import closing
+
+    from advisor.probe import ProbeOptions, probe_events, stop_on_sigterm
+    from advisor.probe_report import event_line, summary
+
+    options = ProbeOptions(
+        run=args.run, verify=args.verify, progress=args.progress, reset=args.reset, cwd=Path(args.cwd),
+        kills=args.kills, sigterm=args.sigterm, grace_s=args.grace, min_s=args.min_s, max_s=args.max_s,
+        seed=args.seed, timeout_s=args.timeout, baseline=args.baseline, sample_s=args.sample_s,
+    )
+    options.check()
+    out = Path(args.out) if args.out else None
+    if out is not None:
+        _check_new_file(out, force=args.force)  # before the probe runs, not after minutes of it
+    report: dict[str, object] = {}
+    with stop_on_sigterm(), closing(probe_events(options)) as events:
+        for event in events:
+            if args.events:
+                print(json.dumps(event, ensure_ascii=False), flush=True)
+            elif not args.json and (line := event_line(event)) is not None:
+                print(line, flush=True)
+            if event.get("event") == "report":
+                report = {k: v for k, v in event.items() if k != "event"}
+    if out is not None:
+        from advisor.review import write_text_safely
+
+        write_text_safely(out, json.dumps(report, indent=2, ensure_ascii=False) + "\n", force=args.force)
+    if args.json and not args.events:
+        _print_json(report)
+    elif not args.events:
+        print(summary(report))
+        if out is not None:
+            print(f"wrote {out}\nnext: advisor review --probe {shlex.quote(str(out))} --out decision.md"
+                  "   (add --answers FILE: your answers, see advisor questions)")
+    return 0 if report.get("ok") else 1
+
+
+def _check_new_file(path: Path, *, force: bool) -> None:
+    from advisor.errors import OutputExistsError
+
+    if path.is_dir():
+        raise AdvisorError(f"{path}: is a directory; give a file name such as {path / 'probe.json'}.")
+    if path.exists() and not force:
+        raise OutputExistsError(f"{path}: already exists. Use --force to overwrite it, or pick another --out.")
+    if not (path.parent if str(path.parent) else Path(".")).is_dir():
+        raise AdvisorError(f"{path}: the folder {path.parent} does not exist.")
 
 
 def cmd_tui(args: argparse.Namespace) -> int:
@@ -400,6 +455,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--chosen", metavar="ID", help="record this strategy as the decision instead of the top pick")
     p.add_argument("--title", default="the long-running job", help="what the record is about")
     p.add_argument("--force", action="store_true", help="overwrite an existing --out file")
+    p.add_argument("--probe", metavar="REPORT", help="a report from `advisor probe --out`: its figures become"
+                   " evidence in the verification plan")
 
     p = add("generate", cmd_generate, "generate a crash-proof project for a strategy (Copier)",
             "advisor generate checkpoint ./nightly-sync --set project_name=nightly-sync")  # fmt: skip
@@ -417,6 +474,30 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--seed", type=int, default=1, help="random seed (default 1)")
     p.add_argument("--sigterm", action="store_true", help="send SIGTERM instead of SIGKILL")
     p.add_argument("--json", action="store_true", help="print the JSON report")
+
+    p = add("probe", cmd_probe, "crash-drill a job you already have: random kills, restarts, then your verify",
+            "advisor probe --run 'python etl.py' --verify 'python check.py' --progress 'wc -l < out.csv'"
+            " --kills 5 --out probe.json")  # fmt: skip
+    p.add_argument("--run", metavar="CMD", required=True, help="the job (a bash command); it must exit 0 when done")
+    p.add_argument("--verify", metavar="CMD", help="checks the job's data after the drill: exit 0 = right")
+    p.add_argument("--progress", metavar="CMD", help="prints a number: records done (measures redone work)")
+    p.add_argument("--reset", metavar="CMD", help="your command that resets the job's data; run before the drill"
+                   " (and before --baseline). The probe itself never deletes anything")
+    p.add_argument("--cwd", metavar="DIR", default=".", help="run every command in DIR (default: here)")
+    p.add_argument("--kills", type=int, default=5, help="kills to deliver (default 5)")
+    p.add_argument("--min-s", type=float, default=1.0, metavar="S", help="earliest kill, s after a start (default 1)")
+    p.add_argument("--max-s", type=float, default=10.0, metavar="S", help="latest kill, s after a start (default 10)")
+    p.add_argument("--seed", type=int, default=1, help="seed for the kill moments (default 1)")
+    p.add_argument("--sigterm", action="store_true", help="SIGTERM first; SIGKILL when not gone within --grace")
+    p.add_argument("--grace", type=float, default=30.0, metavar="S", help="SIGTERM grace period (default 30)")
+    p.add_argument("--timeout", type=float, default=600.0, metavar="S",
+                   help="bound on the drill and on each command (default 600)")
+    p.add_argument("--baseline", action="store_true", help="time one uninterrupted run first (needs --reset)")
+    p.add_argument("--sample-s", type=float, default=0.2, metavar="S", help="progress sampling interval (default 0.2)")
+    p.add_argument("--json", action="store_true", help="print the JSON report")
+    p.add_argument("--events", action="store_true", help="print JSON events, one per line, the report last")
+    p.add_argument("--out", metavar="FILE", help="write the JSON report to FILE (for advisor review --probe)")
+    p.add_argument("--force", action="store_true", help="overwrite an existing --out file")
 
     add("tui", cmd_tui, "open the interactive advisor (the default)", "advisor tui")
     return parser

@@ -36,3 +36,8 @@ class ScaffoldError(AdvisorError):
 
 class DrillError(AdvisorError):
     """A generated project's crash drill could not be started or did not report."""
+
+
+class ProbeError(AdvisorError):
+    """``advisor probe`` cannot run: a bad flag, a command that cannot start, a missing folder,
+    or a probe report that is missing, corrupt or not a probe report."""

@@ -17,7 +17,7 @@ from __future__ import annotations
 import datetime as _dt
 import os
 import tempfile
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -211,10 +211,12 @@ def decision_record(
     title: str = "the long-running job",
     date: _dt.date | None = None,
     context: str | None = None,
+    probe: Sequence[str] | None = None,
 ) -> str:
-    """The Markdown decision record. ``chosen`` overrides the decision (the team's choice)."""
+    """The Markdown decision record. ``chosen`` overrides the decision (the team's choice);
+    ``probe``: Markdown lines from a probe of the team's job (``advisor.probe_report.evidence_lines``)."""
     r = review(answers, catalog, current=current, chosen=chosen, context=context)
-    return render(r, catalog, title=title, date=date)
+    return render(r, catalog, title=title, date=date, probe=probe)
 
 
 def write_text_safely(path: Path, text: str, *, force: bool = False) -> None:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import datetime as _dt
 import re
+from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from advisor.catalog import Catalog, Pitfall
@@ -113,7 +114,16 @@ def _watch(r: Review) -> list[Pitfall]:
     ]
 
 
-def render(r: Review, catalog: Catalog, *, title: str = "the long-running job", date: _dt.date | None = None) -> str:
+def render(
+    r: Review,
+    catalog: Catalog,
+    *,
+    title: str = "the long-running job",
+    date: _dt.date | None = None,
+    probe: Sequence[str] | None = None,
+) -> str:
+    """The Markdown record. ``probe``: lines from a crash drill of the team's own job
+    (``advisor.probe_report.evidence_lines``); they lead the verification plan as evidence."""
     s = r.target.strategy
     rec = r.rec
     day = (date or _dt.date.today()).isoformat()
@@ -161,7 +171,10 @@ def render(r: Review, catalog: Catalog, *, title: str = "the long-running job", 
             for c in r.to_build
         ]
 
-    out += ["", "## Verification plan", ""] + [f"{i}. {step}" for i, step in enumerate(r.verification, 1)]
+    out += ["", "## Verification plan", ""]
+    if probe:  # what was already proven on the real job comes before what is still to do
+        out += ["Evidence from a crash drill of the team's own job:", "", *probe, ""]
+    out += [f"{i}. {step}" for i, step in enumerate(r.verification, 1)]
 
     out += ["", "## Context and problem statement", ""]
     if r.context:
