@@ -70,7 +70,9 @@ ON CONFLICT (name) DO UPDATE SET value = excluded.value"""
 
 class ExternalService:
     def __init__(self, data_dir: Path, *, failure_rate: float = 0.0, busy_timeout_ms: int = 5000,
-                 seed: int | None = None) -> None:
+                 seed: int | None = None, durable: bool = True) -> None:
+        """``durable=False`` (benchmarks only) drops the service's own fsync per call:
+        synchronous=OFF, so a benchmark sees the worker's overhead without the service's."""
         self.path = Path(data_dir) / EXTERNAL_DB
         self.failure_rate = failure_rate
         self._rng = random.Random(seed)
@@ -79,7 +81,7 @@ class ExternalService:
             self.conn.execute(f"PRAGMA busy_timeout = {int(busy_timeout_ms)}")
             self.conn.execute("PRAGMA journal_mode = WAL")
             # The remote side is durable too: an acknowledged effect stays applied.
-            self.conn.execute("PRAGMA synchronous = FULL")
+            self.conn.execute(f"PRAGMA synchronous = {'FULL' if durable else 'OFF'}")
             self.conn.executescript(SCHEMA)
             told = self.conn.execute(SELECT_FAILURE_RATE).fetchone()
         except sqlite3.Error as exc:
