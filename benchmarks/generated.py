@@ -8,9 +8,13 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import sqlite3
+import statistics
 import sys
+import time
 from pathlib import Path
 from types import ModuleType
+from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
@@ -30,3 +34,82 @@ def drill_bench_parser(doc: str | None, *, drill_records: int) -> argparse.Argum
     parser.add_argument("--drill-records", type=int, default=drill_records)
     parser.add_argument("--kills", type=int, default=10)
     return parser
+
+
+# ------------------------------------------------------------------ our own cost
+def fsync_us(directory: Path, samples: int = 100) -> float:
+    """Median time (µs) of the smallest durable commit on this disk: one row, WAL, synchronous=FULL.
+
+    The floor of a strategy is the fsyncs a batch needs times this, per record; it is
+    measured in the same run as the figures it is compared with (the disk is shared).
+    """
+    directory.mkdir(parents=True, exist_ok=True)
+    conn = sqlite3.connect(directory / "fsync-probe.db", isolation_level=None)
+    conn.execute("PRAGMA journal_mode = WAL")
+    conn.execute("PRAGMA synchronous = FULL")
+    conn.execute("CREATE TABLE IF NOT EXISTS probe (n INTEGER)")
+    times = []
+    for n in range(samples):
+        started = time.perf_counter()
+        conn.execute("BEGIN IMMEDIATE")
+        conn.execute("INSERT INTO probe VALUES (?)", (n,))
+        conn.execute("COMMIT")
+        times.append(time.perf_counter() - started)
+    conn.close()
+    return statistics.median(times) * 1e6
+
+
+def bench_context(m: dict[str, ModuleType], strategy: ModuleType, data_dir: Path, settings: Any, *,
+                  durable: bool):  # type: ignore[no-untyped-def]
+    """The generated Context, except that its external service fsyncs each call only if ``durable``."""
+    service = m["external"].ExternalService
+
+    class BenchContext(m["strategy"].Context):  # type: ignore[name-defined,misc]
+        def external(self):  # type: ignore[no-untyped-def]
+            return service(self.data_dir, failure_rate=self.settings.external_failure_rate,
+                           busy_timeout_ms=self.settings.busy_timeout_ms, durable=durable)
+
+    return BenchContext(data_dir=data_dir, settings=settings, strategy=strategy)
+
+
+def service_label(durable: bool) -> str:
+    return "service fsync on " if durable else "service fsync off"
+
+
+class Targets:
+    """Every target a benchmark states: printed as ok/MISSED, and any miss makes it exit 1."""
+
+    def __init__(self) -> None:
+        self.missed: list[str] = []
+
+    def at_least(self, name: str, value: float, target: float) -> str:
+        return self._check(name, value >= target, f">= {target:g}", value)
+
+    def at_most(self, name: str, value: float, target: float) -> str:
+        return self._check(name, value <= target, f"<= {target:g}", value)
+
+    def _check(self, name: str, ok: bool, wanted: str, value: float) -> str:
+        if not ok:
+            self.missed.append(f"{name}: {value:.3f}, target {wanted}")
+        return f"target {wanted} {'ok' if ok else 'MISSED'}"
+
+    def exit_code(self) -> int:
+        for line in self.missed:
+            print(f"MISSED {line}")
+        return 1 if self.missed else 0
+
+
+def our_cost_line(name: str, worker_per_s: float, calls_per_s: float, fsyncs: float, per: float,
+                  fsync: float, why: str, targets: Targets | None = None) -> str:
+    """Our own cost per record (µs) beside its floor (fsyncs a batch needs x fsync time / records per batch).
+
+    Our cost = the worker's time per record minus the time of the same external calls and
+    job work with no state store at all (both with the service's fsync off).
+    """
+    ours = 1e6 / worker_per_s - 1e6 / calls_per_s
+    floor = fsyncs * fsync / per
+    verdict = (targets.at_most(f"{name} our cost / floor", ours / floor, 2.0) if targets
+               else f"x{ours / floor:.2f} of floor (not a target, see docstring)")
+    return (f"{name}: our cost {ours:.1f} us/record, floor {floor:.1f} us/record "
+            f"({fsyncs:g} fsync(s) x {fsync:.0f} us / {per:g} records: {why}); "
+            f"ratio {ours / floor:.2f} {verdict}")
