@@ -156,3 +156,26 @@ def verify(data_dir: Path, expected: set[tuple[str, str]]) -> dict[str, Any]:
         "lookups": lookups,
         "requests": calls + lookups,
     }
+
+
+def applied_effects(data_dir: Path) -> list[tuple[str, str, Any]]:
+    """Every applied effect in the order applied: (record_id, step, payload)."""
+    conn = sqlite3.connect(Path(data_dir) / EXTERNAL_DB)
+    try:
+        rows = conn.execute("SELECT record_id, step, payload FROM effects ORDER BY rowid").fetchall()
+    finally:
+        conn.close()
+    return [(r, s, json.loads(p) if p is not None else None) for r, s, p in rows]
+
+
+def a_redone_call(data_dir: Path) -> str | None:
+    """One idempotency key (or keyless record/step) that was sent more than once, for messages."""
+    conn = sqlite3.connect(Path(data_dir) / EXTERNAL_DB)
+    try:
+        row = conn.execute(
+            "SELECT COALESCE(idempotency_key, record_id || '/' || step), COUNT(*) AS n FROM calls"
+            " WHERE kind = 'apply' AND outcome != 'failed' GROUP BY 1 HAVING COUNT(*) > 1 ORDER BY 1 LIMIT 1"
+        ).fetchone()
+    finally:
+        conn.close()
+    return f"{row[0]} ({row[1]} times)" if row else None
