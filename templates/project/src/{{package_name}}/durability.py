@@ -96,6 +96,12 @@ class Probe:
         atexit.register(self.finish)
         return self
 
+    def uninstall(self) -> None:
+        """Put the real functions back (tests install a probe in-process)."""
+        os.fsync, os.replace, os.rename = self.real["fsync"], self.real["replace"], self.real["rename"]
+        sqlite3.connect = self.real["connect"]
+        atexit.unregister(self.finish)
+
     def finish(self) -> None:
         for where in self.unsynced_dirs.values():
             self.violate(f"exited without fsyncing directory {where} after renaming a file into it")

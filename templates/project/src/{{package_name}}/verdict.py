@@ -87,15 +87,23 @@ def check_determinism(a: dict[str, Any], b: dict[str, Any], unstable: list[str])
     if not unstable:
         return []
     rid = unstable[0]
+    one, other = a["records"][rid], b["records"].get(rid) or {}
+    # Show the part that differs: the result if it does, else the effects (or the error).
+    part = next((k for k in ("result", "error", "effects") if canonical(one.get(k)) != canonical(other.get(k))),
+                "result")
     return [failure("nondeterministic_job",
                     f"job.py is not a pure function of its record: {len(unstable)} of {len(a['records'])} records "
                     f"gave different answers in two clean runs ({a['order']} vs {b['order']}, clock moved), "
-                    f"e.g. record {rid}: {show(a['records'][rid])} vs {show(b['records'].get(rid))}; keep no state "
+                    f"e.g. record {rid}: {part} {show(one.get(part))} vs {show(other.get(part))}; keep no state "
                     "across records and read no clock or random numbers in process_record")]
 
 
 def check_results(stored: list[tuple[str, Any]] | None, oracle: dict[str, Any], skip: set[str]) -> list[Failure]:
-    """Every record's stored result equals job.py's, recomputed by the oracle."""
+    """Every record's stored result equals job.py's, recomputed by the oracle.
+
+    ``skip``: records whose two oracle runs disagree (nondeterministic_job says so);
+    they have no single right answer to compare with.
+    """
     if stored is None:
         return []  # the strategy keeps no per-record results (final state and payloads are checked)
     by_record: dict[str, list[Any]] = {}
@@ -120,8 +128,11 @@ def check_results(stored: list[tuple[str, Any]] | None, oracle: dict[str, Any], 
         rid = wrong[0]
         found.append(failure("results", f"{len(wrong)} stored results differ from job.py's, recomputed in a clean "
                                         f"process, e.g. record {rid}: stored {show(by_record[rid][0])}, job.py gives "
-                                        f"{show(wanted[rid])} (a strategy that stored a wrong or stale result, or a "
-                                        "job.py that depends on more than its record)"))
+                                        f"{show(wanted[rid])} ("
+                                        + ("job.py is not deterministic, see nondeterministic_job" if skip else
+                                           "a strategy that stored a wrong or stale result, or a job.py that "
+                                           "depends on more than its record")
+                                        + ")"))
     return found
 
 
