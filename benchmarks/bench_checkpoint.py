@@ -37,7 +37,7 @@ from pathlib import Path
 
 
 from generated import (Targets, bench_context, drill_bench_parser, fsync_us, load_generated,  # noqa: E402
-                       our_cost_line, service_label)
+                       load_note, our_cost_line, service_label)
 # (benchmarks/generated.py puts the checkout on sys.path)
 
 from advisor import scaffold  # noqa: E402
@@ -153,6 +153,7 @@ def main() -> int:
         report = scaffold.run_drill(generated.dest, records=args.drill_records, kills=args.kills, seed=1,
                                     work_ms=0.5)
 
+    print(f"[{load_note()}]")
     print(f"checkpoint strategy, batch size {args.batch_size}, SQLite WAL + synchronous=FULL "
           f"(best of {args.repeat}, interleaved)")
     print(f"{'work/record':>12} {'external service':>17} {'records':>8} {'checkpointed/s':>15} {'raw loop/s':>11} "

@@ -43,8 +43,8 @@ import time
 from pathlib import Path
 
 
-from generated import (Targets, bench_context, fsync_us, load_generated, our_cost_line,  # noqa: E402
-                       service_label)
+from generated import (Targets, bench_context, fsync_us, load_generated, load_note,  # noqa: E402
+                       our_cost_line, service_label)
 # (benchmarks/generated.py puts the checkout on sys.path)
 
 from advisor import scaffold  # noqa: E402
@@ -295,6 +295,7 @@ def main() -> int:
         print(json.dumps(report, indent=2, sort_keys=True))
         return 0 if report["ok"] else 1
     d = report["durability"]
+    print(f"[{load_note()}]")
     print(f"event sourcing (eventsourcing library, SQLite), {args.events} events on one stream, "
           f"{args.batch_size} events per commit (the worker's batch_size); snapshot every {args.snapshot_every} "
           f"({snapshots} snapshots); best of {args.append_rounds} interleaved rounds")

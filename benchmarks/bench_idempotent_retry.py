@@ -35,7 +35,7 @@ from pathlib import Path
 
 
 from generated import (Targets, bench_context, drill_bench_parser, fsync_us, load_generated,  # noqa: E402
-                       our_cost_line, service_label)
+                       load_note, our_cost_line, service_label)
 # (benchmarks/generated.py puts the checkout on sys.path)
 
 from advisor import scaffold  # noqa: E402
@@ -144,6 +144,7 @@ def main() -> int:
         rows.append((None, True, "0.0 ms, 20 % transient failures", n, flaky, raw0))
         report = scaffold.run_drill(generated.dest, records=args.drill_records, kills=args.kills, seed=1, work_ms=0.5)
 
+    print(f"[{load_note()}]")
     print(f"idempotent-retry, one task per record, SQLite WAL + synchronous=FULL on both sides "
           f"(best of {args.repeat}, interleaved)")
     print(f"{'work/record':>32} {'external service':>17} {'tasks':>6} {'with key record/s':>18} {'without/s':>10} "

@@ -35,7 +35,7 @@ from pathlib import Path
 
 
 from generated import (Targets, bench_context, drill_bench_parser, fsync_us, load_generated,  # noqa: E402
-                       our_cost_line, service_label)
+                       load_note, our_cost_line, service_label)
 # (benchmarks/generated.py puts the checkout on sys.path)
 
 from advisor import scaffold  # noqa: E402
@@ -180,6 +180,7 @@ def main() -> int:
             fsyncs.append(fsync_us(root / f"fsync-{i}"))
         report = scaffold.run_drill(generated.dest, records=args.drill_records, kills=args.kills, seed=1, work_ms=0.5)
 
+    print(f"[{load_note()}]")
     print(f"state-machine, SQLite WAL + synchronous=FULL on both sides (best of {args.repeat}, interleaved)")
     print(f"{'':>52} {'state machine':>14} {'plain':>8} {'ratio':>6}")
     print(f"{'transitions/s (checked + logged vs UPDATE)':>52} {sm_t:>14.0f} {plain_t:>8.0f} {sm_t / plain_t:>6.3f}  "

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import sqlite3
 import statistics
 import sys
@@ -114,3 +115,9 @@ def our_cost_line(name: str, worker_per_s: float, calls_per_s: float, fsyncs: fl
     return (f"{name}: our cost {ours:.1f} us/record, floor {floor:.2f} us/record "
             f"({fsyncs:g} fsync(s) x {fsync:.0f} us / {per:g} records: {why}); "
             f"{ours / floor:.2f} x the floor, {verdict}")
+
+
+def load_note() -> str:
+    """The machine's load average: the figures depend on it (the 2 cores are shared)."""
+    one, five, _ = os.getloadavg()
+    return f"load average {one:.1f} (1 min), {five:.1f} (5 min), {os.cpu_count()} cores"
