@@ -178,6 +178,17 @@ def failed_checks(report: Mapping[str, Any]) -> list[str]:
     return [f.get("check") for f in report.get("failures") or [] if isinstance(f, dict)]
 
 
+def text_verdict(project: Path, package: str, report: Mapping[str, Any]) -> str:
+    """The drill's text output for this report (drill.summary), without running the drill again."""
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "DATABASE_URL")}
+    env["PYTHONPATH"] = str(project / "src")
+    code = f"import json, sys; from {package}.drill import summary; print(summary(json.load(sys.stdin)))"
+    result = subprocess.run([sys.executable, "-c", code], input=json.dumps(report), capture_output=True, text=True,
+                            env=env, timeout=60)
+    assert result.returncode == 0, f"drill.summary failed on the report: {result.stderr[-2000:]}"
+    return result.stdout
+
+
 # -------------------------------------------------------------------------- tests
 @pytest.fixture(scope="session")
 def renders(tmp_path_factory: pytest.TempPathFactory) -> Renders:
@@ -224,6 +235,12 @@ def test_the_drill_catches_the_mutation(mutation: Mutation, renders: Renders, tm
     assert not missing, f"{mutation.id}: the drill failed, but without {missing} (reported {reported}): {run.describe()}"
     for failure in run.report["failures"]:
         assert str(failure.get("message") or "").strip(), f"{mutation.id}: a failure without a message: {failure}"
+    # The text verdict (what a user reads) names the problem too: one FAILED line per check.
+    lines = text_verdict(project, package, run.report).splitlines()
+    for check in mutation.checks:
+        named = [line for line in lines if line.startswith(f"FAILED: {check}: ")]
+        assert named and all(line.split(": ", 2)[2].strip() for line in named), \
+            f"{mutation.id}: the text verdict has no 'FAILED: {check}: <message>' line:\n" + "\n".join(lines[-8:])
 
 
 # ------------------------------------------------------------- command line (dev)
