@@ -29,15 +29,14 @@ from __future__ import annotations
 
 import json
 import sqlite3
-import statistics
 import sys
 import tempfile
 import time
 from pathlib import Path
 
 
-from generated import (Targets, bench_context, drill_bench_parser, fsync_us, load_generated,  # noqa: E402
-                       load_note, our_cost_line, service_label)
+from generated import (CostRounds, Targets, bench_context, drill_bench_parser, load_generated,  # noqa: E402
+                       load_note, service_label)
 # (benchmarks/generated.py puts the checkout on sys.path)
 
 from advisor import scaffold  # noqa: E402
@@ -134,7 +133,7 @@ def main() -> int:
                                       {"project_name": "Bench Job", "batch_size": args.batch_size})
         m = load_generated(generated.dest, PACKAGE, MODULES)
         records = m["job"].demo_records(args.records)
-        rows, fsyncs, calls = [], [], 0.0
+        rows, cost = [], CostRounds()
         for work_ms in (0.0, 0.5):
             n = args.records if work_ms == 0 else max(1000, args.records // 5)
             subset = records[:n]
@@ -143,11 +142,21 @@ def main() -> int:
                 ck = raw = 0.0
                 for i in range(args.repeat):
                     tag = f"{work_ms}-{durable}-{i}"
-                    ck = max(ck, run_checkpointed(m, root / f"ck-{tag}", subset, args.batch_size, work_ms, durable))
-                    raw = max(raw, run_raw(m, root / f"raw-{tag}", subset, args.batch_size, work_ms, durable))
-                    if work_ms == 0 and not durable:
-                        calls = max(calls, run_calls_only(m, root / f"calls-{i}", subset, work_ms))
-                        fsyncs.append(fsync_us(root / f"fsync-{i}"))
+
+                    def worker() -> float:
+                        return run_checkpointed(m, root / f"ck-{tag}", subset, args.batch_size, work_ms, durable)
+
+                    def raw_loop() -> float:
+                        return run_raw(m, root / f"raw-{tag}", subset, args.batch_size, work_ms, durable)
+
+                    def calls() -> float:
+                        return run_calls_only(m, root / f"calls-{tag}", subset, work_ms)
+
+                    if work_ms == 0 and not durable:  # our own cost, beside its floor, this round
+                        this_ck, this_raw = cost.measure(root / f"cost-{tag}", worker, calls, raw_loop)
+                    else:
+                        this_ck, this_raw = worker(), raw_loop()
+                    ck, raw = max(ck, this_ck), max(raw, this_raw)
                 rows.append((work_ms, durable, n, ck, raw, ck / raw))
 
         report = scaffold.run_drill(generated.dest, records=args.drill_records, kills=args.kills, seed=1,
@@ -163,14 +172,8 @@ def main() -> int:
         print(f"{work_ms:>10.1f}ms {service_label(durable):>17} {n:>8} {ck:>15.0f} {raw:>11.0f} {ratio:>6.3f}  "
               + (targets.at_least(f"ratio, {work_ms} ms, {service_label(durable)}", ratio, target) if target
                  else "(not a target)"))
-    fsync = statistics.median(fsyncs)
-    worker = next(ck for work_ms, durable, _n, ck, _raw, _r in rows if work_ms == 0 and not durable)
-    print(f"fsync (1-row commit, WAL, synchronous=FULL) median {fsync:.0f} us "
-          f"(rounds {', '.join(f'{f:.0f}' for f in fsyncs)}); job + external calls alone {calls:.0f} records/s")
-    print(our_cost_line("checkpoint", worker, calls, FSYNCS_PER_BATCH, args.batch_size, fsync, WHY,
-                        not_a_target=NOT_A_TARGET))
-    raw_own = 1e6 / next(raw for work_ms, durable, _n, _ck, raw, _r in rows if work_ms == 0 and not durable) - 1e6 / calls
-    print(f"  (the raw loop's own cost, results only, one commit per batch: {raw_own:.1f} us/record)")
+    print(cost.line("checkpoint", FSYNCS_PER_BATCH, args.batch_size, WHY, not_a_target=NOT_A_TARGET))
+    print(cost.raw_line())
     rec = report["recovery_ms"]
     per_kill = report["redone_work_per_kill"]
     print(f"\ndrill: {report['records']} records, {report['kills']} x SIGKILL, "

@@ -27,15 +27,14 @@ from __future__ import annotations
 
 import json
 import sqlite3
-import statistics
 import sys
 import tempfile
 import time
 from pathlib import Path
 
 
-from generated import (Targets, bench_context, drill_bench_parser, fsync_us, load_generated,  # noqa: E402
-                       load_note, our_cost_line, service_label)
+from generated import (CostRounds, Targets, bench_context, drill_bench_parser, load_generated,  # noqa: E402
+                       load_note, service_label)
 # (benchmarks/generated.py puts the checkout on sys.path)
 
 from advisor import scaffold  # noqa: E402
@@ -123,7 +122,7 @@ def main() -> int:
         generated = scaffold.generate("idempotent-retry", root / "project", {"project_name": "Bench Ir Job"})
         m = load_generated(generated.dest, PACKAGE, MODULES)
         records = m["job"].demo_records(args.records)
-        rows, fsyncs, calls = [], [], 0.0
+        rows, cost = [], CostRounds()
         for work_ms in (0.0, 0.5):
             n = args.records if work_ms == 0 else max(1000, args.records // 3)
             subset = records[:n]
@@ -132,11 +131,21 @@ def main() -> int:
                 worker = raw = 0.0
                 for i in range(args.repeat):
                     tag = f"{work_ms}-{durable}-{i}"
-                    worker = max(worker, run_worker(m, root / f"ir-{tag}", subset, work_ms, durable=durable))
-                    raw = max(raw, run_raw(m, root / f"raw-{tag}", subset, work_ms, durable))
-                    if work_ms == 0 and not durable:
-                        calls = max(calls, run_calls_only(m, root / f"calls-{i}", subset, work_ms))
-                        fsyncs.append(fsync_us(root / f"fsync-{i}"))
+
+                    def run() -> float:
+                        return run_worker(m, root / f"ir-{tag}", subset, work_ms, durable=durable)
+
+                    def raw_loop() -> float:
+                        return run_raw(m, root / f"raw-{tag}", subset, work_ms, durable)
+
+                    def calls() -> float:
+                        return run_calls_only(m, root / f"calls-{tag}", subset, work_ms)
+
+                    if work_ms == 0 and not durable:  # our own cost, beside its floor, this round
+                        this, this_raw = cost.measure(root / f"cost-{tag}", run, calls, raw_loop)
+                    else:
+                        this, this_raw = run(), raw_loop()
+                    worker, raw = max(worker, this), max(raw, this_raw)
                 rows.append((work_ms, durable, f"{work_ms:.1f} ms", n, worker, raw))
         n = max(1000, args.records // 3)
         flaky = max(run_worker(m, root / f"flaky-{i}", records[:n], 0.0, fail_rate=0.2) for i in range(args.repeat))
@@ -154,11 +163,8 @@ def main() -> int:
         print(f"{label:>32} {service_label(durable):>17} {n:>6} {worker:>18.0f} {raw:>10.0f} {worker / raw:>6.3f}  "
               + (targets.at_least(f"ratio, {label}, {service_label(durable)}", worker / raw, target) if target
                  else "(not a target)"))
-    fsync = statistics.median(fsyncs)
-    worker = next(w for work_ms, durable, _l, _n, w, _raw in rows if work_ms == 0 and not durable)
-    print(f"fsync (1-row commit, WAL, synchronous=FULL) median {fsync:.0f} us "
-          f"(rounds {', '.join(f'{f:.0f}' for f in fsyncs)}); job + external call alone {calls:.0f} records/s")
-    print(our_cost_line("idempotent-retry", worker, calls, FSYNCS_PER_TASK, 1, fsync, WHY, targets))
+    print(cost.line("idempotent-retry", FSYNCS_PER_TASK, 1, WHY, targets))
+    print(cost.raw_line())
     rec = report["recovery_ms"]
     print(f"\ndrill: {report['records']} records, {report['kills']} x SIGKILL: lost {report['lost']}, "
           f"duplicates {report['duplicate_effects']}, redone calls {report['redone_calls']} (answered 'duplicate'), "
