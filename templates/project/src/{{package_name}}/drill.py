@@ -197,7 +197,11 @@ class Drill:
                 if not alive:
                     break
                 if pending is None and kills_done < self.kills and done >= targets[kills_done]:
-                    if self.rng.random() < 0.5:
+                    # SIGKILL: half the kills land anywhere in a batch, half just after the worker
+                    # committed. SIGTERM lets the worker reach a safe point anyway, and aimed at a
+                    # commit it could reach a worker already exiting (its last commit), which
+                    # then dies by the default handler: SIGTERM kills land mid-batch only.
+                    if self.sigterm or self.rng.random() < 0.5:
                         time.sleep(self.rng.uniform(0, 0.01))  # land anywhere in a batch, not on a boundary
                     else:
                         self._await_commit(probe, data_dir)  # land just after the worker committed
@@ -299,8 +303,12 @@ class Drill:
             unstable = verdict.unstable_records(a, b)
             skip = set(unstable)
             failures += verdict.check_determinism(a, b, unstable)
-            failures += verdict.check_results(strategy.stored_results(ctx), a, skip)
-            failures += verdict.check_final_states(strategy.stored_final_states(ctx), a, skip, job.fold)
+            stored = _read_back(strategy.stored_results, ctx, "results", failures)
+            if stored is not _UNREADABLE:
+                failures += verdict.check_results(stored, a, skip)
+            states = _read_back(strategy.stored_final_states, ctx, "final_state", failures)
+            if states is not _UNREADABLE:
+                failures += verdict.check_final_states(states, a, skip, job.fold)
             failures += verdict.check_payloads(applied, a, skip)
             report["oracle"] = {
                 "records": len(a["records"]), "expected_effects": len(expected), "steps": a["steps"],
@@ -399,9 +407,26 @@ def _state_signature(data_dir: Path) -> tuple[tuple[str, int, int], ...] | None:
     for entry in os.scandir(data_dir):
         if entry.name.startswith(("external.db", "drill-")) or not entry.is_file():
             continue
-        st = entry.stat()
+        try:
+            st = entry.stat()
+        except FileNotFoundError:  # a temp file renamed meanwhile: that is a commit too
+            found.append((entry.name, -1, -1))
+            continue
         found.append((entry.name, st.st_size, st.st_mtime_ns))
     return tuple(sorted(found)) or None
+
+
+_UNREADABLE = object()
+
+
+def _read_back(read: Callable[[Context], Any], ctx: Context, check: str, failures: list[verdict.Failure]) -> Any:
+    """What the strategy stored; a store it cannot read back is that check's failure, not a crash."""
+    try:
+        return read(ctx)
+    except Exception as exc:  # a broken store is exactly what a drill is for
+        failures.append(verdict.failure(check, f"what the run stored cannot be read back: "
+                                               f"{type(exc).__name__}: {exc}"))
+        return _UNREADABLE
 
 
 class _OracleFailed(Exception):

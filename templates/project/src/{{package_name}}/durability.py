@@ -85,13 +85,14 @@ class Probe:
         self.synced: set[tuple[int, int, int, int]] = set()
         self.unsynced_dirs: dict[tuple[int, int], str] = {}  # renamed-into directories awaiting fsync
         self.postgresql: list[dict[str, str]] = []
-        self.real = {"fsync": os.fsync, "replace": os.replace, "rename": os.rename, "connect": sqlite3.connect}
+        self.real: dict[str, Any] = {"fsync": os.fsync, "replace": os.replace, "rename": os.rename,
+                                     "connect": sqlite3.connect}
 
     # ---- installing
     def install(self) -> Probe:
-        os.fsync = self._fsync
-        os.replace = self._wrap_rename(self.real["replace"])
-        os.rename = self._wrap_rename(self.real["rename"])
+        os.fsync = self._fsync  # type: ignore[assignment]
+        os.replace = self._wrap_rename(self.real["replace"])  # type: ignore[assignment]
+        os.rename = self._wrap_rename(self.real["rename"])  # type: ignore[assignment]
         sqlite3.connect = self._connect  # type: ignore[assignment]
         atexit.register(self.finish)
         return self

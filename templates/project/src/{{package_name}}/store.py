@@ -114,7 +114,8 @@ class Store:
             from .durability import sqlite_settings
 
             return sqlite_settings(self.conn)
-        return {name: str(self.one(f"SHOW {name}")[name]) for name in ("fsync", "synchronous_commit")}
+        # The server's settings, as this session sees them (SHOW answers one row, one column).
+        return {name: str((self.one(f"SHOW {name}") or {}).get(name)) for name in ("fsync", "synchronous_commit")}
 
     def close(self) -> None:
         self.conn.close()
