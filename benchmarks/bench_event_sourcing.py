@@ -43,7 +43,7 @@ import time
 from pathlib import Path
 
 
-from generated import CostRounds, Targets, bench_context, load_generated, load_note, service_label  # noqa: E402
+from generated import CostRounds, Pair, Targets, bench_context, load_generated, load_note, service_label  # noqa: E402
 # (benchmarks/generated.py puts the checkout on sys.path)
 
 from advisor import scaffold  # noqa: E402
@@ -186,7 +186,7 @@ def main() -> int:
     parser.add_argument("--batch-size", type=int, default=100, help="events per commit, as the worker's batch_size")
     parser.add_argument("--records", type=int, default=2000, help="records through the whole worker")
     parser.add_argument("--repeat", type=int, default=5, help="rebuild: median of N")
-    parser.add_argument("--append-rounds", type=int, default=3, help="best of N interleaved rounds")
+    parser.add_argument("--append-rounds", type=int, default=3, help="rounds (each side back to back with its baseline)")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
     if min(args.events, args.snapshot_every, args.repeat, args.append_rounds, args.batch_size, args.records) < 1:
@@ -204,8 +204,9 @@ def main() -> int:
         m = load_generated(generated.dest, PACKAGE, MODULES)
         es = m["event_sourcing"]
 
-        # fsync time varies with whatever else the machine is doing: the sides run
-        # interleaved, --append-rounds times, and each keeps its best round.
+        # fsync time varies with whatever else the machine is doing: each round runs a side
+        # and its baseline back to back; a ratio is the median of the rounds' ratios. The best
+        # round's application is kept for the rebuild.
         best: dict[str, dict] = {}
         lib_dir = None
 
@@ -220,26 +221,35 @@ def main() -> int:
             return False
 
         records = m["job"].demo_records(args.records)
-        worker = {True: 0.0, False: 0.0}
-        raw = {True: 0.0, False: 0.0}
+        worker = {True: Pair(), False: Pair()}
+        append, append_nosnap, append1 = Pair(), Pair(), Pair()
         cost = CostRounds()
         for n in range(args.append_rounds):
             # 1. Append at the worker's batch size: the figure that matters.
-            if keep("lib", library_append(m, root / f"lib-{n}", args.events, args.snapshot_every,
-                                          per_commit=args.batch_size)):
+            this = library_append(m, root / f"lib-{n}", args.events, args.snapshot_every, per_commit=args.batch_size)
+            append.ours.append(this["per_s"])
+            if keep("lib", this):
                 lib_dir = root / f"lib-{n}"
-            keep("nosnap", library_append(m, root / f"lib-nosnap-{n}", args.events, 10**9,
-                                          per_commit=args.batch_size))
+            this = library_append(m, root / f"lib-nosnap-{n}", args.events, 10**9, per_commit=args.batch_size)
+            append_nosnap.ours.append(this["per_s"])
+            keep("nosnap", this)
             # The exact rows the library stored for this stream (its Started event excluded).
-            conn = sqlite3.connect(lib_dir / "state.db")  # type: ignore[operator]
+            conn = sqlite3.connect(root / f"lib-{n}" / "state.db")
             rows = conn.execute("SELECT originator_id, originator_version, topic, state FROM stored_events "
                                 "WHERE originator_version > 1 ORDER BY originator_version").fetchall()
             snapshots = conn.execute("SELECT COUNT(*) FROM stored_snapshots").fetchone()[0]
             conn.close()
-            keep("plain", plain_append(rows, root / f"plain-{n}.db", per_commit=args.batch_size))
+            this = plain_append(rows, root / f"plain-{n}.db", per_commit=args.batch_size)
+            append.base.append(this["per_s"])
+            append_nosnap.base.append(this["per_s"])
+            keep("plain", this)
             # Context: one commit per event (what this benchmark used to measure).
-            keep("lib1", library_append(m, root / f"lib1-{n}", per_event_n, args.snapshot_every))
-            keep("plain1", plain_append(rows[:per_event_n], root / f"plain1-{n}.db"))
+            this = library_append(m, root / f"lib1-{n}", per_event_n, args.snapshot_every)
+            append1.ours.append(this["per_s"])
+            keep("lib1", this)
+            this = plain_append(rows[:per_event_n], root / f"plain1-{n}.db")
+            append1.base.append(this["per_s"])
+            keep("plain1", this)
             # 2. The whole worker, with the service's fsync on and off, beside a raw loop.
             for durable in (True, False):
                 tag = f"{durable}-{n}"
@@ -251,11 +261,10 @@ def main() -> int:
                     return run_raw(m, root / f"raw-{tag}", records, args.batch_size, durable)
 
                 if durable:
-                    this, this_raw = run(), raw_loop()
+                    worker[durable].round(run, raw_loop)
                 else:  # our own cost, beside its floor, this round
-                    this, this_raw = cost.measure(root / f"cost-{n}", run,
-                                                  lambda: calls_only(m, root / f"calls-{n}", records), raw_loop)
-                worker[durable], raw[durable] = max(worker[durable], this), max(raw[durable], this_raw)
+                    cost.measure(root / f"cost-{n}", worker[durable], run, raw_loop,
+                                 lambda: calls_only(m, root / f"calls-{n}", records))
 
         lib, nosnap, plain = best["lib"], best["nosnap"], best["plain"]
         app, stream = lib["app"], lib["stream"]
@@ -268,24 +277,29 @@ def main() -> int:
         app.close()
         best["lib1"]["app"].close()
 
-    ratio = lib["per_s"] / plain["per_s"]
+    ratio = append.ratio()
+
+    def ratios(pair: Pair) -> dict:
+        return {"median": round(pair.ratio(), 3), "min": round(min(pair.ratios), 3), "max": round(max(pair.ratios), 3)}
+
     report = {
         "events": args.events, "snapshot_every": args.snapshot_every, "snapshots": snapshots,
         "batch_size": args.batch_size, "append_rounds": args.append_rounds,
         "durability": {"library": {"journal_mode": lib["journal_mode"], "synchronous": lib["synchronous"]},
                        "plain": {"journal_mode": plain["journal_mode"], "synchronous": plain["synchronous"]}},
-        "append_per_s": {"library_with_snapshots": round(lib["per_s"]),
-                         "library_without_snapshots": round(nosnap["per_s"]),
-                         "plain_sqlite3": round(plain["per_s"]),
-                         "library_1_per_commit": round(best["lib1"]["per_s"]),
-                         "plain_sqlite3_1_per_commit": round(best["plain1"]["per_s"])},
-        "append_ratio": round(ratio, 3),
-        "append_ratio_without_snapshots": round(nosnap["per_s"] / plain["per_s"], 3),
-        "append_ratio_1_per_commit": round(best["lib1"]["per_s"] / best["plain1"]["per_s"], 3),
-        "worker_per_s": {"service_fsync_on": round(worker[True]), "service_fsync_off": round(worker[False])},
-        "raw_loop_per_s": {"service_fsync_on": round(raw[True]), "service_fsync_off": round(raw[False])},
-        "worker_ratio": {"service_fsync_on": round(worker[True] / raw[True], 3),
-                         "service_fsync_off": round(worker[False] / raw[False], 3)},
+        "append_per_s": {"library_with_snapshots": round(statistics.median(append.ours)),
+                         "library_without_snapshots": round(statistics.median(append_nosnap.ours)),
+                         "plain_sqlite3": round(statistics.median(append.base)),
+                         "library_1_per_commit": round(statistics.median(append1.ours)),
+                         "plain_sqlite3_1_per_commit": round(statistics.median(append1.base))},
+        "append_ratio": ratios(append),
+        "append_ratio_without_snapshots": ratios(append_nosnap),
+        "append_ratio_1_per_commit": ratios(append1),
+        "worker_per_s": {"service_fsync_on": round(statistics.median(worker[True].ours)),
+                         "service_fsync_off": round(statistics.median(worker[False].ours))},
+        "raw_loop_per_s": {"service_fsync_on": round(statistics.median(worker[True].base)),
+                           "service_fsync_off": round(statistics.median(worker[False].base))},
+        "worker_ratio": {"service_fsync_on": ratios(worker[True]), "service_fsync_off": ratios(worker[False])},
         "cost_rounds": [{"worker_per_s": round(w), "calls_alone_per_s": round(c), "fsync_us": round(f, 1),
                          "our_cost_us_per_record": round(1e6 / w - 1e6 / c, 1),
                          "floor_us_per_record": round(FSYNCS_PER_BATCH * f / args.batch_size, 2)}
@@ -305,22 +319,23 @@ def main() -> int:
     print(f"[{load_note()}]")
     print(f"event sourcing (eventsourcing library, SQLite), {args.events} events on one stream, "
           f"{args.batch_size} events per commit (the worker's batch_size); snapshot every {args.snapshot_every} "
-          f"({snapshots} snapshots); best of {args.append_rounds} interleaved rounds")
+          f"({snapshots} snapshots); {args.append_rounds} rounds, sides back to back; medians, ratio range over rounds")
     print(f"durability: library journal_mode={d['library']['journal_mode']} synchronous={d['library']['synchronous']}"
           f"; plain journal_mode={d['plain']['journal_mode']} synchronous={d['plain']['synchronous']} (2 = FULL)")
-    a = report["append_per_s"]
+    a, r, r1 = report["append_per_s"], report["append_ratio"], report["append_ratio_1_per_commit"]
     print(f"append/s at {args.batch_size} per commit: library {a['library_with_snapshots']} (without snapshots "
-          f"{a['library_without_snapshots']})  plain sqlite3 {a['plain_sqlite3']}  ratio {ratio:.3f}  {append_verdict}")
+          f"{a['library_without_snapshots']}, ratio {report['append_ratio_without_snapshots']['median']:.3f})  "
+          f"plain sqlite3 {a['plain_sqlite3']}  ratio {ratio:.3f} ({r['min']:.3f}-{r['max']:.3f})  {append_verdict}")
     print(f"  (context, not a target: one commit per event, {per_event_n} events: library {a['library_1_per_commit']}"
-          f"/s, plain {a['plain_sqlite3_1_per_commit']}/s, ratio {report['append_ratio_1_per_commit']:.3f})")
+          f"/s, plain {a['plain_sqlite3_1_per_commit']}/s, ratio {r1['median']:.3f} ({r1['min']:.3f}-{r1['max']:.3f}))")
     print("  (no external service on the append path: the command side never calls out)")
     print(f"rebuild {args.events} events: from snapshot + tail {with_ms:.2f} ms, full replay {without_ms:.1f} ms "
           f"(x{report['rebuild_speedup']})  {rebuild_verdict}")
     print(f"\nwhole worker, {args.records} records (events, effects subscriber, projection) vs a raw loop "
           f"(same calls, result rows, one commit per {args.batch_size}):")
+    print(f"{'':>20} {'worker/s':>14} {'raw loop/s':>11} {'ratio':>6} (range)")
     for durable in (True, False):
-        print(f"  {service_label(durable)}: worker {worker[durable]:.0f} records/s, raw loop {raw[durable]:.0f}/s, "
-              f"ratio {worker[durable] / raw[durable]:.3f} (not a target)")
+        print(f"{service_label(durable):>20} {worker[durable].row()}  (not a target)")
     print(cost.line("event-sourcing worker", FSYNCS_PER_BATCH, args.batch_size, WHY, not_a_target=NOT_A_TARGET))
     print(cost.raw_line())
     return targets.exit_code()

@@ -9,7 +9,8 @@ also claims the next task) beside a raw loop producing the same effects — the 
 external calls (with the same keys), the same result rows, one transaction per
 task, the same durability pragmas (WAL, synchronous=FULL, busy_timeout) — but with
 no task table, no claim and no idempotency record. Both sides run in the same
-process, same temp dir, interleaved. Each ratio twice: with the simulated service
+process, same temp dir, back to back in each of --repeat rounds (the ratio is the
+median of the rounds' ratios, printed with their range). Each ratio twice: with the simulated service
 fsyncing every call and with its fsync off (our overhead alone). A further row runs
 the worker against a service failing 20 % of calls transiently (tenacity retries
 them; mostly backoff sleeping). The ratios are printed, not targets.
@@ -33,8 +34,8 @@ import time
 from pathlib import Path
 
 
-from generated import (CostRounds, Targets, bench_context, drill_bench_parser, load_generated,  # noqa: E402
-                       load_note, service_label)
+from generated import (CostRounds, Pair, Targets, bench_context, drill_bench_parser,  # noqa: E402
+                       load_generated, load_note, service_label)
 # (benchmarks/generated.py puts the checkout on sys.path)
 
 from advisor import scaffold  # noqa: E402
@@ -127,8 +128,7 @@ def main() -> int:
             n = args.records if work_ms == 0 else max(1000, args.records // 3)
             subset = records[:n]
             for durable in (True, False):
-                # Interleaved rounds, best of each side: both sides see the same machine load.
-                worker = raw = 0.0
+                pair = Pair()
                 for i in range(args.repeat):
                     tag = f"{work_ms}-{durable}-{i}"
 
@@ -142,26 +142,27 @@ def main() -> int:
                         return run_calls_only(m, root / f"calls-{tag}", subset, work_ms)
 
                     if work_ms == 0 and not durable:  # our own cost, beside its floor, this round
-                        this, this_raw = cost.measure(root / f"cost-{tag}", run, calls, raw_loop)
+                        cost.measure(root / f"cost-{tag}", pair, run, raw_loop, calls)
                     else:
-                        this, this_raw = run(), raw_loop()
-                    worker, raw = max(worker, this), max(raw, this_raw)
-                rows.append((work_ms, durable, f"{work_ms:.1f} ms", n, worker, raw))
+                        pair.round(run, raw_loop)
+                rows.append((work_ms, durable, f"{work_ms:.1f} ms", n, pair))
         n = max(1000, args.records // 3)
-        flaky = max(run_worker(m, root / f"flaky-{i}", records[:n], 0.0, fail_rate=0.2) for i in range(args.repeat))
-        raw0 = rows[0][5]
-        rows.append((None, True, "0.0 ms, 20 % transient failures", n, flaky, raw0))
+        flaky = Pair()
+        for i in range(args.repeat):
+            flaky.round(lambda: run_worker(m, root / f"flaky-{i}", records[:n], 0.0, fail_rate=0.2),
+                        lambda: run_raw(m, root / f"flaky-raw-{i}", records[:n], 0.0, True))
+        rows.append((None, True, "0.0 ms, 20 % transient failures", n, flaky))
         report = scaffold.run_drill(generated.dest, records=args.drill_records, kills=args.kills, seed=1, work_ms=0.5)
 
     print(f"[{load_note()}]")
     print(f"idempotent-retry, one task per record, SQLite WAL + synchronous=FULL on both sides "
-          f"(best of {args.repeat}, interleaved)")
-    print(f"{'work/record':>32} {'external service':>17} {'tasks':>6} {'with key record/s':>18} {'without/s':>10} "
-          f"{'ratio':>6}")
-    for work_ms, durable, label, n, worker, raw in rows:
+          f"({args.repeat} rounds, sides back to back; medians, ratio range over rounds)")
+    print(f"{'work/record':>32} {'external service':>17} {'tasks':>6} {'with key/s':>14} {'without/s':>11} "
+          f"{'ratio':>6} (range)")
+    for work_ms, durable, label, n, pair in rows:
         target = TARGETS.get((work_ms, durable))
-        print(f"{label:>32} {service_label(durable):>17} {n:>6} {worker:>18.0f} {raw:>10.0f} {worker / raw:>6.3f}  "
-              + (targets.at_least(f"ratio, {label}, {service_label(durable)}", worker / raw, target) if target
+        print(f"{label:>32} {service_label(durable):>17} {n:>6} {pair.row()}  "
+              + (targets.at_least(f"ratio, {label}, {service_label(durable)}", pair.ratio(), target) if target
                  else "(not a target)"))
     print(cost.line("idempotent-retry", FSYNCS_PER_TASK, 1, WHY, targets))
     print(cost.raw_line())

@@ -33,8 +33,8 @@ import time
 from pathlib import Path
 
 
-from generated import (CostRounds, Targets, bench_context, drill_bench_parser, load_generated,  # noqa: E402
-                       load_note, service_label)
+from generated import (CostRounds, Pair, Targets, bench_context, drill_bench_parser,  # noqa: E402
+                       load_generated, load_note, service_label)
 # (benchmarks/generated.py puts the checkout on sys.path)
 
 from advisor import scaffold  # noqa: E402
@@ -164,15 +164,15 @@ def main() -> int:
         m = load_generated(generated.dest, PACKAGE, MODULES)
         records = m["job"].demo_records(args.orders)
         steps = len(m["state_machine"].STEPS)
-        # Interleaved rounds, best of each side: both sides see the same machine load.
-        sm_t = plain_t = 0.0
-        orders = {True: [0.0, 0.0], False: [0.0, 0.0]}
+        # Rounds, each side back to back with its baseline: both see the same machine load.
+        transitions = Pair()
+        orders = {True: Pair(), False: Pair()}
         cost = CostRounds()
         for i in range(args.repeat):
-            sm_t = max(sm_t, sm_transitions(m, root / f"sm-t-{i}", records))
-            plain_t = max(plain_t, plain_updates(root / f"plain-t-{i}", args.orders, steps))
+            transitions.round(lambda: sm_transitions(m, root / f"sm-t-{i}", records),
+                              lambda: plain_updates(root / f"plain-t-{i}", args.orders, steps))
             for durable in (True, False):
-                best, tag = orders[durable], f"{durable}-{i}"
+                tag = f"{durable}-{i}"
 
                 def run() -> float:
                     return sm_orders(m, root / f"sm-o-{tag}", records, durable)
@@ -181,27 +181,26 @@ def main() -> int:
                     return bare_orders(m, root / f"bare-o-{tag}", records, durable)
 
                 if durable:
-                    this, this_bare = run(), bare()
+                    orders[durable].round(run, bare)
                 else:  # our own cost, beside its floor, this round
-                    this, this_bare = cost.measure(root / f"cost-{i}", run,
-                                                   lambda: calls_only(m, root / f"calls-{i}", records), bare)
-                best[0], best[1] = max(best[0], this), max(best[1], this_bare)
+                    cost.measure(root / f"cost-{i}", orders[durable], run, bare,
+                                 lambda: calls_only(m, root / f"calls-{i}", records))
         report = scaffold.run_drill(generated.dest, records=args.drill_records, kills=args.kills, seed=1, work_ms=0.5)
 
     print(f"[{load_note()}]")
-    print(f"state-machine, SQLite WAL + synchronous=FULL on both sides (best of {args.repeat}, interleaved)")
-    print(f"{'':>52} {'state machine':>14} {'plain':>8} {'ratio':>6}")
-    print(f"{'transitions/s (checked + logged vs UPDATE)':>52} {sm_t:>14.0f} {plain_t:>8.0f} {sm_t / plain_t:>6.3f}  "
+    print(f"state-machine, SQLite WAL + synchronous=FULL on both sides "
+          f"({args.repeat} rounds, sides back to back; medians, ratio range over rounds)")
+    print(f"{'':>52} {'state machine':>14} {'plain':>11} {'ratio':>6} (range)")
+    print(f"{'transitions/s (checked + logged vs UPDATE)':>52} {transitions.row()}  "
           "(not a target: a transition alone, without its call)")
     for durable in (True, False):
-        sm_o, bare_o = orders[durable]
         target = TARGETS[durable]
         label = f"orders/s (3 calls), {service_label(durable)}"
-        print(f"{label:>52} {sm_o:>14.0f} {bare_o:>8.0f} {sm_o / bare_o:>6.3f}  "
-              + (targets.at_least(f"whole orders, {service_label(durable)}", sm_o / bare_o, target) if target
-                 else "(not a target)"))
-    print(cost.line("state-machine (per order)", FSYNCS_PER_ORDER, 1, WHY, targets))
-    print(cost.raw_line().replace("record", "order"))
+        print(f"{label:>52} {orders[durable].row()}  "
+              + (targets.at_least(f"whole orders, {service_label(durable)}", orders[durable].ratio(), target)
+                 if target else "(not a target)"))
+    print(cost.line("state-machine", FSYNCS_PER_ORDER, 1, WHY, targets, unit="order"))
+    print(cost.raw_line("order"))
     rec = report["recovery_ms"]
     print(f"\ndrill: {report['records']} orders ({report['expected_effects']} steps), {report['kills']} x SIGKILL: "
           f"lost {report['lost']}, duplicates {report['duplicate_effects']}, redone calls {report['redone_calls']}, "

@@ -61,48 +61,76 @@ def fsync_us(directory: Path, samples: int = 100) -> float:
     return statistics.median(fsync_samples(directory, samples))
 
 
+class Pair:
+    """Rounds of the strategy's side and its baseline, run back to back, alternating which
+    goes first: a change in the machine's load hits both sides of a round alike. The ratio
+    is the median of the rounds' ratios, printed with their range."""
+
+    def __init__(self) -> None:
+        self.ours: list[float] = []
+        self.base: list[float] = []
+
+    def round(self, ours: Any, base: Any) -> tuple[float, float]:
+        if len(self.ours) % 2:
+            b, o = base(), ours()
+        else:
+            o, b = ours(), base()
+        self.ours.append(o)
+        self.base.append(b)
+        return o, b
+
+    @property
+    def ratios(self) -> list[float]:
+        return [o / b for o, b in zip(self.ours, self.base)]
+
+    def ratio(self) -> float:
+        return statistics.median(self.ratios)
+
+    def row(self) -> str:
+        """ours/s, base/s (medians), ratio (median of rounds) and the rounds' range."""
+        r = sorted(self.ratios)
+        return (f"{statistics.median(self.ours):>14.0f} {statistics.median(self.base):>11.0f} {self.ratio():>6.3f} "
+                f"({r[0]:.3f}-{r[-1]:.3f})")
+
+
 class CostRounds:
     """Our own cost per record beside its floor, measured round by round.
 
-    Each round times the worker (service fsync off), then the same job and calls with no
-    state store, and probes the fsync time just before and just after the worker: the
-    floor of a round is measured under the same machine load as its cost (the 2 cores
-    are shared, and the fsync time moves by 10x with the load).
+    Each round probes the fsync time, runs the worker and its raw loop (a Pair, service
+    fsync off), probes again, then times the same job and calls with no state store: the
+    floor of a round is measured under the same machine load as its cost (the 2 cores are
+    shared, and the fsync time moves by 10x with the load).
     """
 
     def __init__(self) -> None:
         self.rounds: list[tuple[float, float, float]] = []  # (worker/s, calls alone/s, fsync µs)
         self.raw_own: list[float] = []  # µs per record the raw loop adds to the calls alone
 
-    def measure(self, directory: Path, worker: Any, calls: Any, raw: Any = None) -> tuple[float, float]:
-        """Run ``worker()``, ``calls()`` and ``raw()`` (each returns records/s): (worker's, raw's rate)."""
+    def measure(self, directory: Path, pair: Pair, worker: Any, raw: Any, calls: Any) -> None:
         before = fsync_samples(directory / "probe-before")
-        rate = worker()
+        rate, raw_rate = pair.round(worker, raw)
         after = fsync_samples(directory / "probe-after")
         alone = calls()
         self.rounds.append((rate, alone, statistics.median(before + after)))
-        raw_rate = raw() if raw is not None else 0.0
-        if raw_rate:
-            self.raw_own.append(1e6 / raw_rate - 1e6 / alone)
-        return rate, raw_rate
+        self.raw_own.append(1e6 / raw_rate - 1e6 / alone)
 
-    def raw_line(self) -> str:
-        return (f"  (the raw loop's own cost beside the same calls: {statistics.median(self.raw_own):.1f} us/record, "
-                f"median round)") if self.raw_own else ""
+    def raw_line(self, unit: str = "record") -> str:
+        return (f"  (the raw loop's own cost beside the same calls: {statistics.median(self.raw_own):.1f} us/{unit},"
+                f" median round)")
 
     def line(self, name: str, fsyncs: float, per: float, why: str, targets: Targets | None = None, *,
-             not_a_target: str = "") -> str:
+             not_a_target: str = "", unit: str = "record") -> str:
         """Our cost = the worker's time per record minus the job and calls alone; floor = fsyncs a
         batch needs x fsync time / records per batch. The round with the median ratio is shown;
         with ``targets``, that ratio must be at most 2; without, ``not_a_target`` says why not."""
-        rows = sorted((1e6 / w - 1e6 / c, fsyncs * f / per, f) for w, c, f in self.rounds)
-        rows.sort(key=lambda r: r[0] / r[1])
+        rows = sorted(((1e6 / w - 1e6 / c, fsyncs * f / per, f) for w, c, f in self.rounds),
+                      key=lambda r: r[0] / r[1])
         ours, floor, fsync = rows[len(rows) // 2]
         ratio = ours / floor
         verdict = (targets.at_most(f"{name}: our cost / floor", ratio, 2.0) if targets
                    else f"(not a target: {not_a_target})")
-        return (f"{name}: our cost {ours:.1f} us/record, floor {floor:.2f} us/record ({fsyncs:g} fsync(s) x "
-                f"{fsync:.0f} us / {per:g} records: {why}); {ratio:.2f} x the floor "
+        return (f"{name}: our cost {ours:.1f} us/{unit}, floor {floor:.2f} us/{unit} ({fsyncs:g} fsync(s) x "
+                f"{fsync:.0f} us / {per:g} {unit}s: {why}); {ratio:.2f} x the floor "
                 f"(median round; rounds {', '.join(f'{o / fl:.2f}' for o, fl, _f in rows)}), {verdict}")
 
 
