@@ -244,28 +244,72 @@ def test_the_drill_catches_the_mutation(mutation: Mutation, renders: Renders, tm
 
 
 # ------------------------------------------------------------- command line (dev)
+def _verdict_line(label: str, checks: tuple[str, ...], run: DrillRun) -> str:
+    report = run.report or {}
+    reported = failed_checks(report)
+    if checks:
+        caught = run.returncode == 1 and report.get("ok") is False and all(c in reported for c in checks)
+        tag = "CAUGHT" if caught else "MISSED"
+    else:
+        tag = {0: "SURVIVED", 1: "killed"}.get(run.returncode, f"exit {run.returncode}")
+    return (f"{tag:8} {label:48} want {','.join(checks) or '-':22} got {','.join(map(str, reported)) or '-':30} "
+            f"exit {run.returncode} {run.seconds:5.1f}s lost {report.get('lost')} dup {report.get('duplicate_effects')} "
+            f"redone {report.get('redone_calls')} incomplete {report.get('incomplete_records')} kills {report.get('kills')}")
+
+
+def _sweep(root: Path, option_set: str, file: str, functions: set[str]) -> None:
+    """Statement deletion over the named functions (each simple statement -> `pass`), one drill each:
+    SURVIVED lines are equivalent mutants, paths the drill never takes, or candidates for the catalogue."""
+    import ast
+    from concurrent.futures import ThreadPoolExecutor
+
+    base, package = Renders(root / "pristine").copy(option_set, root / "base")
+    rel = file.format(package=package)
+    lines = (base / rel).read_text(encoding="utf-8").splitlines(keepends=True)
+    spans = sorted({(st.lineno, st.end_lineno or st.lineno)
+                    for fn in ast.walk(ast.parse("".join(lines)))
+                    if isinstance(fn, ast.FunctionDef) and fn.name in functions
+                    for st in ast.walk(fn)
+                    if isinstance(st, (ast.Expr, ast.Assign, ast.AugAssign, ast.AnnAssign, ast.Return))
+                    and not (isinstance(st, ast.Expr) and isinstance(st.value, ast.Constant))})
+
+    def one(span: tuple[int, int]) -> str:
+        first, last = span
+        mutated = list(lines)
+        indent = lines[first - 1][:len(lines[first - 1]) - len(lines[first - 1].lstrip())]
+        mutated[first - 1:last] = [indent + "pass  # SWEEP\n"]
+        label = f"L{first} " + " ".join("".join(lines[first - 1:last]).split())[:40]
+        try:
+            compile("".join(mutated), rel, "exec")
+        except SyntaxError:
+            return f"{'syntax':8} {label}"
+        case = root / f"sweep-{first}"
+        shutil.copytree(base, case)
+        (case / rel).write_text("".join(mutated), encoding="utf-8")
+        return _verdict_line(label, (), run_drill(case, package, case / "drill", OPTION_SETS[option_set].drill))
+
+    with ThreadPoolExecutor(2) as pool:
+        for line in pool.map(one, spans):
+            print(line, flush=True)
+
+
 def _main(argv: list[str]) -> int:
-    """Run the named mutations (default: all) and print one verdict line each."""
+    """``[ID|OPTION_SET ...]``: run those mutations (default: all), one verdict line each.
+    ``--sweep OPTION_SET FILE FUNC[,FUNC...]``: a statement-deletion sweep (see _sweep)."""
     import tempfile
 
-    wanted = set(argv)
-    chosen = [m for m in MUTATIONS if not wanted or m.id in wanted or m.option_set in wanted]
     with tempfile.TemporaryDirectory(prefix="mutations-") as tmp:
         root = Path(tmp)
+        if argv[:1] == ["--sweep"]:
+            _sweep(root, argv[1], argv[2], set(argv[3].split(",")))
+            return 0
+        wanted = set(argv)
         renders = Renders(root / "pristine")
-        for n, mutation in enumerate(chosen):
-            case = root / f"case-{n}"
-            project, package = renders.copy(mutation.option_set, case / "project")
+        for n, mutation in enumerate(m for m in MUTATIONS if not wanted or m.id in wanted or m.option_set in wanted):
+            project, package = renders.copy(mutation.option_set, root / f"case-{n}" / "project")
             apply_mutation(project, package, mutation)
-            run = run_drill(project, package, case / "drill", mutation.drill)
-            report = run.report or {}
-            reported = failed_checks(report)
-            caught = run.returncode == 1 and report.get("ok") is False and all(c in reported for c in mutation.checks)
-            print(f"{'CAUGHT' if caught else 'MISSED':6} {mutation.id:48} want {','.join(mutation.checks):22} "
-                  f"got {','.join(map(str, reported)) or '-':30} exit {run.returncode} {run.seconds:5.1f}s "
-                  f"lost {report.get('lost')} dup {report.get('duplicate_effects')} "
-                  f"redone {report.get('redone_calls')} incomplete {report.get('incomplete_records')} "
-                  f"kills {report.get('kills')}", flush=True)
+            run = run_drill(project, package, root / f"case-{n}" / "drill", mutation.drill)
+            print(_verdict_line(mutation.id, mutation.checks, run), flush=True)
     return 0
 
 
