@@ -47,7 +47,7 @@ from .strategy import Context
 
 POLL_S = 0.002          # how often the drill samples progress (recovery time resolution)
 PROGRESS_EVERY_S = 0.2  # --events progress lines
-COMMIT_WAIT_MAX_S = 0.5  # a worker that commits nothing meanwhile is killed anyway (_await_commit)
+COMMIT_WAIT_MAX_S = 0.5  # a worker that applies or commits nothing meanwhile is killed anyway (_await_*)
 ORACLE_TIMEOUT_S = 120  # the oracle runs meanwhile; waiting longer means job.py hangs
 #: The second oracle run's wall clock is moved this far (a day and a bit): a job that
 #: reads the time, even rounded to the hour or the day, answers differently.
@@ -197,12 +197,16 @@ class Drill:
                 if not alive:
                     break
                 if pending is None and kills_done < self.kills and done >= targets[kills_done]:
-                    # SIGKILL: half the kills land anywhere in a batch, half just after the worker
-                    # committed. SIGTERM lets the worker reach a safe point anyway, and aimed at a
-                    # commit it could reach a worker already exiting (its last commit), which
-                    # then dies by the default handler: SIGTERM kills land mid-batch only.
-                    if self.sigterm or self.rng.random() < 0.5:
+                    # SIGKILL: a fifth of the kills land anywhere in a batch, three tenths just
+                    # after an effect (the call got through, its record is not committed yet), half
+                    # just after the worker committed (the narrowest windows need the most tries). SIGTERM lets the worker reach a safe point
+                    # anyway, and aimed at a commit it could reach a worker already exiting (its
+                    # last commit), which then dies by the default handler: mid-batch only.
+                    aim = 0.0 if self.sigterm else self.rng.random()
+                    if aim < 0.2:
                         time.sleep(self.rng.uniform(0, 0.01))  # land anywhere in a batch, not on a boundary
+                    elif aim < 0.5:
+                        self._await_effect(probe)  # land between a call and the commit that records it
                     else:
                         self._await_commit(probe, data_dir)  # land just after the worker committed
                     victim = alive[self.rng.randrange(len(alive))]
@@ -371,6 +375,14 @@ class Drill:
             code = proc.wait()
         seconds = time.monotonic() - sent
         return {"exit_code": code, "exit_s": round(seconds, 3), "within_grace": seconds <= grace, "landed": 1}
+
+    def _await_effect(self, probe: sqlite3.Connection) -> None:
+        """Return as soon as a new effect is applied: the worker's call got through and
+        its commit is (most likely) still to come, the window recovery lookups exist for."""
+        deadline = time.monotonic() + COMMIT_WAIT_MAX_S
+        last = self._applied(probe)
+        while time.monotonic() < deadline and self._applied(probe) == last:
+            time.sleep(POLL_S / 4)
 
     def _await_commit(self, probe: sqlite3.Connection, data_dir: Path) -> None:
         """Return as soon as the state store was written after the latest effect: the
