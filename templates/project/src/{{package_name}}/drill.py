@@ -39,14 +39,16 @@ from typing import Any
 from . import job
 from . import settings as settings_module
 from . import verdict
-from .durability import PROBE_ENV, collect
+from .durability import PROBE_ENV, Probe, collect
 from .errors import JobError
 from .external import EXTERNAL_DB, ExternalService, a_redone_call, applied_effects, verify
 from .job import demo_records
+from .store import STATE_DB
 from .strategy import Context
 
 POLL_S = 0.002          # how often the drill samples progress (recovery time resolution)
 PROGRESS_EVERY_S = 0.2  # --events progress lines
+COMMIT_AIM_UNTIL = 0.9   # of the expected effects: later, a kill aimed at a commit lands at once
 COMMIT_WAIT_MAX_S = 0.5  # a worker that applies or commits nothing meanwhile is killed anyway (_await_*)
 ORACLE_TIMEOUT_S = 120  # the oracle runs meanwhile; waiting longer means job.py hangs
 #: The second oracle run's wall clock is moved this far (a day and a bit): a job that
@@ -163,7 +165,9 @@ class Drill:
         (data_dir / INPUT_FILE).write_text(json.dumps(records), encoding="utf-8")
         oracles = [self._start_oracle(data_dir, "a", None, 0.0),
                    self._start_oracle(data_dir, "b", self.seed, ORACLE_CLOCK_SHIFT_S)]
-        strategy.submit(ctx, records, work_ms=self.work_ms)
+        # submit writes the input the whole run depends on: its durability is watched too.
+        with Probe(_probe_dir(data_dir), STATE_DB).watch():
+            strategy.submit(ctx, records, work_ms=self.work_ms)
         # What must happen: the input x the steps job.py declares (never the strategy's say-so).
         expected = {(str(r["record_id"]), step) for r in records for step in job.STEPS}
         service = ExternalService(data_dir)  # create external.db so progress can be polled
@@ -208,7 +212,8 @@ class Drill:
                     elif aim < 0.5:
                         self._await_effect(probe)  # land between a call and the commit that records it
                     else:
-                        self._await_commit(probe, data_dir)  # land just after the worker committed
+                        # land just after the worker committed, but not at the very end of the run
+                        self._await_commit(probe, data_dir, give_up_at=int(COMMIT_AIM_UNTIL * len(expected)))
                     victim = alive[self.rng.randrange(len(alive))]
                     kills_done += 1
                     outcome = self._kill(procs[victim])
@@ -354,7 +359,7 @@ class Drill:
 
     def _spawn(self, data_dir: Path, log: Any) -> subprocess.Popen[bytes]:
         env = self._env()
-        env[PROBE_ENV] = str(data_dir / PROBE_DIR)  # the worker reports what it really runs with
+        env[PROBE_ENV] = str(_probe_dir(data_dir))  # the worker reports what it really runs with
         cmd = [sys.executable, "-m", settings_module.PACKAGE, "run", "--data-dir", str(data_dir)]
         return subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=log, stderr=log, env=env)
 
@@ -384,7 +389,7 @@ class Drill:
         while time.monotonic() < deadline and self._applied(probe) == last:
             time.sleep(POLL_S / 4)
 
-    def _await_commit(self, probe: sqlite3.Connection, data_dir: Path) -> None:
+    def _await_commit(self, probe: sqlite3.Connection, data_dir: Path, give_up_at: int) -> None:
         """Return as soon as the state store was written after the latest effect: the
         worker has just committed (a checkpoint, a transition, a position), and the
         kill lands inside its commit sequence.
@@ -393,7 +398,9 @@ class Drill:
         the subtle bugs live (results committed after the offset, in a second
         transaction): half of the kills aim at those windows instead. The state
         store is watched through its files (state.db-wal, checkpoint files); with
-        PostgreSQL there are none and the kill lands at once."""
+        PostgreSQL there are none and the kill lands at once. Past ``give_up_at``
+        effects it lands at once too: the next commit could be the run's last, after
+        which the worker exits before the kill arrives."""
         deadline = time.monotonic() + COMMIT_WAIT_MAX_S
         last, base = self._applied(probe), _state_signature(data_dir)
         if base is None:
@@ -401,6 +408,8 @@ class Drill:
         while time.monotonic() < deadline:
             time.sleep(POLL_S / 4)
             count, signature = self._applied(probe), _state_signature(data_dir)
+            if count >= give_up_at:
+                return
             if count != last:
                 last, base = count, signature  # an effect: wait for the commit after it
             elif signature != base:
@@ -426,6 +435,12 @@ def _state_signature(data_dir: Path) -> tuple[tuple[str, int, int], ...] | None:
             continue
         found.append((entry.name, st.st_size, st.st_mtime_ns))
     return tuple(sorted(found)) or None
+
+
+def _probe_dir(data_dir: Path) -> Path:
+    where = data_dir / PROBE_DIR
+    where.mkdir(exist_ok=True)
+    return where
 
 
 _UNREADABLE = object()

@@ -97,15 +97,26 @@ class Probe:
         atexit.register(self.finish)
         return self
 
+    def watch(self) -> Probe:
+        """Install for a ``with`` block in this process (the drill watches ``submit``)."""
+        return self.install()
+
+    def __enter__(self) -> Probe:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.finish("returned")
+        self.uninstall()
+
     def uninstall(self) -> None:
         """Put the real functions back (tests install a probe in-process)."""
         os.fsync, os.replace, os.rename = self.real["fsync"], self.real["replace"], self.real["rename"]
         sqlite3.connect = self.real["connect"]
         atexit.unregister(self.finish)
 
-    def finish(self) -> None:
+    def finish(self, moment: str = "exited") -> None:
         for where in self.unsynced_dirs.values():
-            self.violate(f"exited without fsyncing directory {where} after renaming a file into it")
+            self.violate(f"{moment} without fsyncing directory {where} after renaming a file into it")
         self.unsynced_dirs.clear()
         self.write()
 

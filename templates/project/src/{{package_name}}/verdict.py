@@ -224,7 +224,7 @@ def check_durability(observed: dict[str, Any]) -> list[Failure]:
     found: list[Failure] = []
     if store == "files":
         for message in observed["violations"]:
-            found.append(failure("durability", f"a checkpoint file was not made durable: {message}"))
+            found.append(failure("durability", f"a state file was not made durable: {message}"))
         if not observed["violations"] and not observed["synced_renames"]:
             found.append(failure("durability", "no worker was seen to complete a checkpoint write "
                                                "(write, fsync, rename, directory fsync)"))
