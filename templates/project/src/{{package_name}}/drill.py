@@ -160,14 +160,14 @@ class Drill:
         ctx = Context(data_dir=data_dir, settings=self.ctx.settings, strategy=self.ctx.strategy)
         strategy = ctx.strategy
         records = demo_records(self.records)
-        # The oracle starts first and runs while the workers do: it costs the drill
+        # submit writes the input the whole run depends on: its durability is watched too.
+        with Probe(_probe_dir(data_dir), STATE_DB).watch():
+            strategy.submit(ctx, records, work_ms=self.work_ms)
+        # The oracle starts now and runs while the workers do: it costs the drill
         # (almost) no time. It reads the submitted input, never the strategy's state.
         (data_dir / INPUT_FILE).write_text(json.dumps(records), encoding="utf-8")
         oracles = [self._start_oracle(data_dir, "a", None, 0.0),
                    self._start_oracle(data_dir, "b", self.seed, ORACLE_CLOCK_SHIFT_S)]
-        # submit writes the input the whole run depends on: its durability is watched too.
-        with Probe(_probe_dir(data_dir), STATE_DB).watch():
-            strategy.submit(ctx, records, work_ms=self.work_ms)
         # What must happen: the input x the steps job.py declares (never the strategy's say-so).
         expected = {(str(r["record_id"]), step) for r in records for step in job.STEPS}
         service = ExternalService(data_dir)  # create external.db so progress can be polled
@@ -202,10 +202,11 @@ class Drill:
                     break
                 if pending is None and kills_done < self.kills and done >= targets[kills_done]:
                     # SIGKILL: a fifth of the kills land anywhere in a batch, three tenths just
-                    # after an effect (the call got through, its record is not committed yet), half
-                    # just after the worker committed (the narrowest windows need the most tries). SIGTERM lets the worker reach a safe point
-                    # anyway, and aimed at a commit it could reach a worker already exiting (its
-                    # last commit), which then dies by the default handler: mid-batch only.
+                    # after an effect (the call got through, its record is not committed yet),
+                    # half just after the worker committed (the narrowest windows need the most
+                    # tries). SIGTERM lets the worker reach a safe point anyway, and aimed at a
+                    # commit it could reach a worker already exiting (its last commit), which
+                    # then dies by the default handler: mid-batch only.
                     aim = 0.0 if self.sigterm else self.rng.random()
                     if aim < 0.2:
                         time.sleep(self.rng.uniform(0, 0.01))  # land anywhere in a batch, not on a boundary
@@ -228,11 +229,11 @@ class Drill:
                     continue
                 time.sleep(POLL_S)
             failures = [p.returncode for p in procs if p.returncode != 0]
+        except BaseException:
+            _stop(oracles)  # the drill itself was stopped: nobody will read the oracle
+            raise
         finally:
-            for p in procs + oracles:
-                if p.poll() is None:
-                    p.kill()
-                    p.wait()
+            _stop(procs)
             probe.close()
             log.close()
         wall_s = time.monotonic() - started
@@ -435,6 +436,13 @@ def _state_signature(data_dir: Path) -> tuple[tuple[str, int, int], ...] | None:
             continue
         found.append((entry.name, st.st_size, st.st_mtime_ns))
     return tuple(sorted(found)) or None
+
+
+def _stop(procs: list[subprocess.Popen[bytes]]) -> None:
+    for p in procs:
+        if p.poll() is None:
+            p.kill()
+            p.wait()
 
 
 def _probe_dir(data_dir: Path) -> Path:
