@@ -1,14 +1,32 @@
 """Benchmark: what checkpointing costs, and what it buys, in one run.
 
-    python benchmarks/bench_checkpoint.py [--records 5000] [--batch-size 100]
+    python benchmarks/bench_checkpoint.py [--records 5000] [--batch-size 100] [--repeat 3]
 
 1. Throughput: the generated checkpoint worker versus a raw SQLite loop doing the
    same work — the same records, the same external calls, the same result rows,
    the same durability pragmas (WAL, synchronous=FULL, busy_timeout) and the same
    batch size — but with no progress tracking (no task row, no offset, no
-   intents). Target: checkpointed / raw >= 0.8.
-2. The crash drill (SIGKILL x 10 over 2,000 records): recovery time p50/p95
-   (target p50 < 200 ms) and the work redone per kill (target <= one batch).
+   intents). Each ratio twice: with the simulated service fsyncing every call (as
+   a durable remote API does; it is the same on both sides and hides our overhead)
+   and with its fsync off (``ExternalService(durable=False)``: our overhead alone).
+   Target: checkpointed / raw >= 0.8 with the service's fsync on (at 0 and 0.5 ms
+   of work per record); the fsync-off ratios are printed, not targets.
+2. Our own cost per record: the worker's time per record minus the time of the
+   job and its calls alone (no state store; service fsync off), beside its floor,
+   the fsyncs a batch needs x the fsync time measured in this run / batch size.
+   A batch needs ONE fsync: its results + offset + intents done, committed with the
+   NEXT batch's intents (which must be durable before that batch's calls). Not a
+   target: at batch 100 the fsync share is ~2-3 us per record, less than writing a
+   result row alone costs (the raw loop's own cost is printed beside ours).
+3. The crash drill (SIGKILL x 10 over 2,000 records): recovery time p50
+   (target < 200 ms) and the work redone per kill (target <= one batch).
+
+Every missed target is printed as MISSED and makes the script exit 1.
+Measured ranges (3 runs, 2026-11-30, load average 4-16 on 2 shared cores; medians of rounds):
+ratio at 0 ms, service fsync on 0.81-1.06 (target >= 0.8), off 0.61-0.75; at 0.5 ms on 1.04-1.15,
+off 0.91-1.00. Our cost 38.7-39.5 us/record at load 4-8 (196 at load 16) vs a floor of 3.0-21.5:
+2.4-12.8 x (19-21 us vs ~2.4 on a quiet machine). Drill recovery p50 197-434 ms (target < 200:
+met in 1 of 3 runs under this load), <= one batch redone per kill. See docs/strategies-generated.md.
 """
 
 from __future__ import annotations
@@ -21,17 +39,30 @@ import time
 from pathlib import Path
 
 
-from generated import drill_bench_parser, load_generated  # noqa: E402  (benchmarks/generated.py; puts the checkout on sys.path)
+from generated import (CostRounds, Pair, Targets, bench_context, drill_bench_parser,  # noqa: E402
+                       load_generated, load_note, service_label)
+# (benchmarks/generated.py puts the checkout on sys.path)
 
 from advisor import scaffold  # noqa: E402
 
 PACKAGE = "bench_job"
 MODULES = ("checkpoint", "external", "job", "settings", "shutdown", "strategy")
 
+#: Ratio targets per (work per record, service fsync on?); None: printed, not a target.
+TARGETS = {(0.0, True): 0.8, (0.0, False): None, (0.5, True): 0.8, (0.5, False): None}
+#: One commit per batch: its results + offset + intents done, with the NEXT batch's intents
+#: (durable before that batch's calls). The claim is one more per task (task_size records).
+FSYNCS_PER_BATCH = 1
+WHY = "results + offset, with the next batch's intents"
+#: Not a target: at batch 100 the fsync share (~2-3 us/record) is smaller than writing a result
+#: row alone (~4-5 us), so 2 x the floor is out of reach of any loop that stores its results.
+NOT_A_TARGET = "per-record row writes exceed the per-record fsync share at this batch size"
 
-def run_checkpointed(m, data_dir: Path, records: list[dict], batch_size: int, work_ms: float) -> float:  # type: ignore[no-untyped-def]
+
+def run_checkpointed(m, data_dir: Path, records: list[dict], batch_size: int, work_ms: float,  # type: ignore[no-untyped-def]
+                     durable: bool = True) -> float:
     settings = m["settings"].Settings(batch_size=batch_size, task_size=len(records))
-    ctx = m["strategy"].Context(data_dir=data_dir, settings=settings, strategy=m["checkpoint"])
+    ctx = bench_context(m, m["checkpoint"], data_dir, settings, durable=durable)
     m["checkpoint"].submit(ctx, records, work_ms=work_ms)
     started = time.perf_counter()
     assert m["checkpoint"].run(ctx, m["shutdown"].Shutdown(30)) == 0
@@ -40,7 +71,26 @@ def run_checkpointed(m, data_dir: Path, records: list[dict], batch_size: int, wo
     return len(records) / elapsed
 
 
-def run_raw(m, data_dir: Path, records: list[dict], batch_size: int, work_ms: float) -> float:  # type: ignore[no-untyped-def]
+def run_calls_only(m, data_dir: Path, records: list[dict], work_ms: float) -> float:  # type: ignore[no-untyped-def]
+    """The job and its external calls alone (service fsync off): no state store at all."""
+    data_dir.mkdir(parents=True)
+    external = m["external"].ExternalService(data_dir, durable=False)
+    process = m["job"].process_record
+    started = time.perf_counter()
+    for record in records:
+        key = f"calls/{record['record_id']}"
+
+        def effect(payload, step="", record=record, key=key):  # type: ignore[no-untyped-def]
+            return external.apply(record["record_id"], step, key, payload)
+
+        process(record, effect, work_ms=work_ms)
+    elapsed = time.perf_counter() - started
+    external.close()
+    return len(records) / elapsed
+
+
+def run_raw(m, data_dir: Path, records: list[dict], batch_size: int, work_ms: float,  # type: ignore[no-untyped-def]
+            durable: bool = True) -> float:
     """Same work, same durability, same batches; no progress tracking at all."""
     data_dir.mkdir(parents=True)
     conn = sqlite3.connect(data_dir / "raw.db", isolation_level=None)
@@ -49,7 +99,7 @@ def run_raw(m, data_dir: Path, records: list[dict], batch_size: int, work_ms: fl
     conn.execute("PRAGMA synchronous = FULL")
     conn.execute("CREATE TABLE results (task_id TEXT, seq INTEGER, record_id TEXT, output TEXT, created_at REAL,"
                  " PRIMARY KEY (task_id, seq))")
-    external = m["external"].ExternalService(data_dir)
+    external = m["external"].ExternalService(data_dir, durable=durable)
     process = m["job"].process_record
     started = time.perf_counter()
     for offset in range(0, len(records), batch_size):
@@ -79,6 +129,7 @@ def main() -> int:
     parser.add_argument("--records", type=int, default=5000)
     parser.add_argument("--batch-size", type=int, default=100)
     args = parser.parse_args()
+    targets = Targets()
 
     with tempfile.TemporaryDirectory(prefix="bench-checkpoint-") as tmp:
         root = Path(tmp)
@@ -86,36 +137,58 @@ def main() -> int:
                                       {"project_name": "Bench Job", "batch_size": args.batch_size})
         m = load_generated(generated.dest, PACKAGE, MODULES)
         records = m["job"].demo_records(args.records)
-        rows = []
+        rows, cost = [], CostRounds()
         for work_ms in (0.0, 0.5):
             n = args.records if work_ms == 0 else max(1000, args.records // 5)
             subset = records[:n]
-            best_ck = max(run_checkpointed(m, root / f"ck-{work_ms}-{i}", subset, args.batch_size, work_ms)
-                          for i in range(args.repeat))
-            best_raw = max(run_raw(m, root / f"raw-{work_ms}-{i}", subset, args.batch_size, work_ms)
-                           for i in range(args.repeat))
-            rows.append((work_ms, n, best_ck, best_raw, best_ck / best_raw))
+            for durable in (True, False):
+                pair = Pair()
+                for i in range(args.repeat):
+                    tag = f"{work_ms}-{durable}-{i}"
+
+                    def worker() -> float:
+                        return run_checkpointed(m, root / f"ck-{tag}", subset, args.batch_size, work_ms, durable)
+
+                    def raw_loop() -> float:
+                        return run_raw(m, root / f"raw-{tag}", subset, args.batch_size, work_ms, durable)
+
+                    def calls() -> float:
+                        return run_calls_only(m, root / f"calls-{tag}", subset, work_ms)
+
+                    if work_ms == 0 and not durable:  # our own cost, beside its floor, this round
+                        cost.measure(root / f"cost-{tag}", pair, worker, raw_loop, calls)
+                    else:
+                        pair.round(worker, raw_loop)
+                rows.append((work_ms, durable, n, pair))
 
         report = scaffold.run_drill(generated.dest, records=args.drill_records, kills=args.kills, seed=1,
                                     work_ms=0.5)
 
+    print(f"[{load_note()}]")
     print(f"checkpoint strategy, batch size {args.batch_size}, SQLite WAL + synchronous=FULL "
-          f"(best of {args.repeat})")
-    print(f"{'work/record':>12} {'records':>8} {'checkpointed/s':>15} {'raw loop/s':>11} {'ratio':>6}  target")
-    for work_ms, n, ck, raw, ratio in rows:
-        print(f"{work_ms:>10.1f}ms {n:>8} {ck:>15.0f} {raw:>11.0f} {ratio:>6.2f}  >= 0.80 "
-              f"{'ok' if ratio >= 0.8 else 'MISSED'}")
+          f"({args.repeat} rounds, sides back to back; medians, ratio range over rounds)")
+    print(f"{'work/record':>12} {'external service':>17} {'records':>8} {'checkpointed/s':>14} {'raw loop/s':>11} "
+          f"{'ratio':>6} (range)")
+    for work_ms, durable, n, pair in rows:
+        target = TARGETS[(work_ms, durable)]
+        print(f"{work_ms:>10.1f}ms {service_label(durable):>17} {n:>8} {pair.row()}  "
+              + (targets.at_least(f"ratio, {work_ms} ms, {service_label(durable)}", pair.ratio(), target) if target
+                 else "(not a target)"))
+    print(cost.line("checkpoint", FSYNCS_PER_BATCH, args.batch_size, WHY, not_a_target=NOT_A_TARGET))
+    print(cost.raw_line())
     rec = report["recovery_ms"]
     per_kill = report["redone_work_per_kill"]
     print(f"\ndrill: {report['records']} records, {report['kills']} x SIGKILL, "
           f"lost {report['lost']}, duplicate effects {report['duplicate_effects']}, ok={report['ok']}")
-    print(f"recovery ms p50 {rec['p50']}  p95 {rec['p95']}  max {rec['max']}   target p50 < 200 "
-          f"{'ok' if rec['p50'] is not None and rec['p50'] < 200 else 'MISSED'}")
+    print(f"recovery ms p50 {rec['p50']}  p95 {rec['p95']}  max {rec['max']}   "
+          + targets.at_most("drill recovery p50 ms", rec["p50"] if rec["p50"] is not None else float("inf"), 200))
     print(f"work redone per kill {per_kill} records (lookups {report['lookups']}, redone calls "
           f"{report['redone_calls']}) vs batch size {args.batch_size}: "
-          f"{'ok' if per_kill <= args.batch_size else 'MISSED'}")
+          + targets.at_most("work redone per kill", per_kill, args.batch_size))
     print(f"drill throughput {report['throughput']} records/s including {report['kills']} restarts")
-    return 0 if report["ok"] else 1
+    if not report["ok"]:
+        targets.missed.append("drill verdict: not ok")
+    return targets.exit_code()
 
 
 if __name__ == "__main__":

@@ -8,9 +8,14 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import os
+import sqlite3
+import statistics
 import sys
+import time
 from pathlib import Path
 from types import ModuleType
+from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
@@ -30,3 +35,146 @@ def drill_bench_parser(doc: str | None, *, drill_records: int) -> argparse.Argum
     parser.add_argument("--drill-records", type=int, default=drill_records)
     parser.add_argument("--kills", type=int, default=10)
     return parser
+
+
+# ------------------------------------------------------------------ our own cost
+def fsync_samples(directory: Path, samples: int = 100) -> list[float]:
+    """Times (µs) of the smallest durable commit on this disk: one row, WAL, synchronous=FULL."""
+    directory.mkdir(parents=True, exist_ok=True)
+    conn = sqlite3.connect(directory / "fsync-probe.db", isolation_level=None)
+    conn.execute("PRAGMA journal_mode = WAL")
+    conn.execute("PRAGMA synchronous = FULL")
+    conn.execute("CREATE TABLE IF NOT EXISTS probe (n INTEGER)")
+    times = []
+    for n in range(samples):
+        started = time.perf_counter()
+        conn.execute("BEGIN IMMEDIATE")
+        conn.execute("INSERT INTO probe VALUES (?)", (n,))
+        conn.execute("COMMIT")
+        times.append((time.perf_counter() - started) * 1e6)
+    conn.close()
+    return times
+
+
+def fsync_us(directory: Path, samples: int = 100) -> float:
+    """Median time (µs) of the smallest durable commit on this disk (see fsync_samples)."""
+    return statistics.median(fsync_samples(directory, samples))
+
+
+class Pair:
+    """Rounds of the strategy's side and its baseline, run back to back, alternating which
+    goes first: a change in the machine's load hits both sides of a round alike. The ratio
+    is the median of the rounds' ratios, printed with their range."""
+
+    def __init__(self) -> None:
+        self.ours: list[float] = []
+        self.base: list[float] = []
+
+    def round(self, ours: Any, base: Any) -> tuple[float, float]:
+        if len(self.ours) % 2:
+            b, o = base(), ours()
+        else:
+            o, b = ours(), base()
+        self.ours.append(o)
+        self.base.append(b)
+        return o, b
+
+    @property
+    def ratios(self) -> list[float]:
+        return [o / b for o, b in zip(self.ours, self.base)]
+
+    def ratio(self) -> float:
+        return statistics.median(self.ratios)
+
+    def row(self) -> str:
+        """ours/s, base/s (medians), ratio (median of rounds) and the rounds' range."""
+        r = sorted(self.ratios)
+        return (f"{statistics.median(self.ours):>14.0f} {statistics.median(self.base):>11.0f} {self.ratio():>6.3f} "
+                f"({r[0]:.3f}-{r[-1]:.3f})")
+
+
+class CostRounds:
+    """Our own cost per record beside its floor, measured round by round.
+
+    Each round probes the fsync time, runs the worker and its raw loop (a Pair, service
+    fsync off), probes again, then times the same job and calls with no state store: the
+    floor of a round is measured under the same machine load as its cost (the 2 cores are
+    shared, and the fsync time moves by 10x with the load).
+    """
+
+    def __init__(self) -> None:
+        self.rounds: list[tuple[float, float, float]] = []  # (worker/s, calls alone/s, fsync µs)
+        self.raw_own: list[float] = []  # µs per record the raw loop adds to the calls alone
+
+    def measure(self, directory: Path, pair: Pair, worker: Any, raw: Any, calls: Any) -> None:
+        before = fsync_samples(directory / "probe-before")
+        rate, raw_rate = pair.round(worker, raw)
+        after = fsync_samples(directory / "probe-after")
+        alone = calls()
+        self.rounds.append((rate, alone, statistics.median(before + after)))
+        self.raw_own.append(1e6 / raw_rate - 1e6 / alone)
+
+    def raw_line(self, unit: str = "record") -> str:
+        return (f"  (the raw loop's own cost beside the same calls: {statistics.median(self.raw_own):.1f} us/{unit},"
+                f" median round)")
+
+    def line(self, name: str, fsyncs: float, per: float, why: str, targets: Targets | None = None, *,
+             not_a_target: str = "", unit: str = "record") -> str:
+        """Our cost = the worker's time per record minus the job and calls alone; floor = fsyncs a
+        batch needs x fsync time / records per batch. The round with the median ratio is shown;
+        with ``targets``, that ratio must be at most 2; without, ``not_a_target`` says why not."""
+        rows = sorted(((1e6 / w - 1e6 / c, fsyncs * f / per, f) for w, c, f in self.rounds),
+                      key=lambda r: r[0] / r[1])
+        ours, floor, fsync = rows[len(rows) // 2]
+        ratio = ours / floor
+        verdict = (targets.at_most(f"{name}: our cost / floor", ratio, 2.0) if targets
+                   else f"(not a target: {not_a_target})")
+        return (f"{name}: our cost {ours:.1f} us/{unit}, floor {floor:.2f} us/{unit} ({fsyncs:g} fsync(s) x "
+                f"{fsync:.0f} us / {per:g} {unit}s: {why}); {ratio:.2f} x the floor "
+                f"(median round; rounds {', '.join(f'{o / fl:.2f}' for o, fl, _f in rows)}), {verdict}")
+
+
+def bench_context(m: dict[str, ModuleType], strategy: ModuleType, data_dir: Path, settings: Any, *,
+                  durable: bool):  # type: ignore[no-untyped-def]
+    """The generated Context, except that its external service fsyncs each call only if ``durable``."""
+    service = m["external"].ExternalService
+
+    class BenchContext(m["strategy"].Context):  # type: ignore[name-defined,misc]
+        def external(self):  # type: ignore[no-untyped-def]
+            return service(self.data_dir, failure_rate=self.settings.external_failure_rate,
+                           busy_timeout_ms=self.settings.busy_timeout_ms, durable=durable)
+
+    return BenchContext(data_dir=data_dir, settings=settings, strategy=strategy)
+
+
+def service_label(durable: bool) -> str:
+    return "service fsync on " if durable else "service fsync off"
+
+
+class Targets:
+    """Every target a benchmark states: printed as ok/MISSED, and any miss makes it exit 1."""
+
+    def __init__(self) -> None:
+        self.missed: list[str] = []
+
+    def at_least(self, name: str, value: float, target: float) -> str:
+        return self._check(name, value >= target, f">= {target:g}", value)
+
+    def at_most(self, name: str, value: float, target: float) -> str:
+        return self._check(name, value <= target, f"<= {target:g}", value)
+
+    def _check(self, name: str, ok: bool, wanted: str, value: float) -> str:
+        if not ok:
+            self.missed.append(f"{name}: {value:.3f}, target {wanted}")
+        return f"target {wanted} {'ok' if ok else 'MISSED'}"
+
+    def exit_code(self) -> int:
+        for line in self.missed:
+            print(f"MISSED {line}")
+        return 1 if self.missed else 0
+
+
+def load_note() -> str:
+    """The machine's load average: the figures depend on it (the 2 cores are shared)."""
+    one, five, _ = os.getloadavg()
+    return f"load average {one:.1f} (1 min), {five:.1f} (5 min), {os.cpu_count()} cores"

@@ -5,9 +5,15 @@
 3. K times, at moments drawn from ``--seed`` and spread over the run, kill one
    worker (SIGKILL, or SIGTERM with ``--sigterm``) and start it again at once;
    recovery time = restart → first new effect at the external service.
-4. When the work is finished, verify ``external.db`` against the input:
-   lost = expected (record, step) with no effect, duplicate_effects = a
-   (record, step) applied twice. Exit 0 only when both are 0.
+4. When the work is finished, judge the run against an oracle that knows only
+   the input and job.py (oracle.py, run twice in clean processes meanwhile):
+   the effects in ``external.db`` (lost, applied twice, unexpected, payloads),
+   the results and running state the strategy stored, whether job.py is a pure
+   function of its record, whether every kill landed, calls re-sent beyond the
+   strategy's promise, worker failures, graceful exits, and the durability the
+   workers were observed to run with (durability.py). Every failing check is a
+   ``{"check", "message"}`` in ``failures`` (verdict.py); exit 0 only when there
+   is none.
 
 ``--events`` prints one JSON object per line while running (start, progress,
 kill, restart, recovered, report) for live views such as the advisor's TUI.
@@ -30,14 +36,26 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from . import job
 from . import settings as settings_module
+from . import verdict
+from .durability import PROBE_ENV, Probe, collect
 from .errors import JobError
-from .external import EXTERNAL_DB, ExternalService, verify
+from .external import EXTERNAL_DB, ExternalService, a_redone_call, applied_effects, verify
 from .job import demo_records
+from .store import STATE_DB
 from .strategy import Context
 
 POLL_S = 0.002          # how often the drill samples progress (recovery time resolution)
 PROGRESS_EVERY_S = 0.2  # --events progress lines
+COMMIT_AIM_UNTIL = 0.9   # of the expected effects: later, a kill aimed at a commit lands at once
+COMMIT_WAIT_MAX_S = 0.5  # a worker that applies or commits nothing meanwhile is killed anyway (_await_*)
+ORACLE_TIMEOUT_S = 120  # the oracle runs meanwhile; waiting longer means job.py hangs
+#: The second oracle run's wall clock is moved this far (a day and a bit): a job that
+#: reads the time, even rounded to the hour or the day, answers differently.
+ORACLE_CLOCK_SHIFT_S = 90061.5
+INPUT_FILE = "drill-input.json"
+PROBE_DIR = "drill-durability"
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -142,8 +160,16 @@ class Drill:
         ctx = Context(data_dir=data_dir, settings=self.ctx.settings, strategy=self.ctx.strategy)
         strategy = ctx.strategy
         records = demo_records(self.records)
-        strategy.submit(ctx, records, work_ms=self.work_ms)
-        expected = set(strategy.expected_effects(records))
+        # submit writes the input the whole run depends on: its durability is watched too.
+        with Probe(_probe_dir(data_dir), STATE_DB).watch():
+            strategy.submit(ctx, records, work_ms=self.work_ms)
+        # The oracle starts now and runs while the workers do: it costs the drill
+        # (almost) no time. It reads the submitted input, never the strategy's state.
+        (data_dir / INPUT_FILE).write_text(json.dumps(records), encoding="utf-8")
+        oracles = [self._start_oracle(data_dir, "a", None, 0.0),
+                   self._start_oracle(data_dir, "b", self.seed, ORACLE_CLOCK_SHIFT_S)]
+        # What must happen: the input x the steps job.py declares (never the strategy's say-so).
+        expected = {(str(r["record_id"]), step) for r in records for step in job.STEPS}
         service = ExternalService(data_dir)  # create external.db so progress can be polled
         if self.fail_rate is not None:
             service.set_failure_rate(self.fail_rate)
@@ -158,7 +184,7 @@ class Drill:
         recovery_ms: list[float] = []
         graceful: list[dict[str, Any]] = []
         failures: list[int] = []
-        kills_done, pending, last_progress = 0, None, 0.0
+        kills_done, kills_landed, pending, last_progress = 0, 0, None, 0.0
         try:
             while True:
                 done = self._applied(probe)
@@ -175,11 +201,25 @@ class Drill:
                 if not alive:
                     break
                 if pending is None and kills_done < self.kills and done >= targets[kills_done]:
-                    time.sleep(self.rng.uniform(0, 0.01))  # land anywhere in a batch, not on a boundary
+                    # SIGKILL: a fifth of the kills land anywhere in a batch, three tenths just
+                    # after an effect (the call got through, its record is not committed yet),
+                    # half just after the worker committed (the narrowest windows need the most
+                    # tries). SIGTERM lets the worker reach a safe point anyway, and aimed at a
+                    # commit it could reach a worker already exiting (its last commit), which
+                    # then dies by the default handler: mid-batch only.
+                    aim = 0.0 if self.sigterm else self.rng.random()
+                    if aim < 0.2:
+                        time.sleep(self.rng.uniform(0, 0.01))  # land anywhere in a batch, not on a boundary
+                    elif aim < 0.5:
+                        self._await_effect(probe)  # land between a call and the commit that records it
+                    else:
+                        # land just after the worker committed, but not at the very end of the run
+                        self._await_commit(probe, data_dir, give_up_at=int(COMMIT_AIM_UNTIL * len(expected)))
                     victim = alive[self.rng.randrange(len(alive))]
                     kills_done += 1
                     outcome = self._kill(procs[victim])
-                    if self.sigterm:
+                    kills_landed += outcome.pop("landed")
+                    if self.sigterm and "exit_code" in outcome:
                         graceful.append(outcome)
                     self.emit({"event": "kill", "n": kills_done, "signal": self.signal_name,
                                "done": self._applied(probe), "t": self.t(), **outcome})
@@ -189,11 +229,11 @@ class Drill:
                     continue
                 time.sleep(POLL_S)
             failures = [p.returncode for p in procs if p.returncode != 0]
+        except BaseException:
+            _stop(oracles)  # the drill itself was stopped: nobody will read the oracle
+            raise
         finally:
-            for p in procs:
-                if p.poll() is None:
-                    p.kill()
-                    p.wait()
+            _stop(procs)
             probe.close()
             log.close()
         wall_s = time.monotonic() - started
@@ -221,30 +261,116 @@ class Drill:
             "graceful_exits": graceful,
             "worker_failures": failures,
             "incomplete_records": state["total"] - state["done"],
+            "kills_landed": kills_landed,
             "data_dir": str(data_dir),
         }
-        report["ok"] = (report["lost"] == 0 and report["duplicate_effects"] == 0
-                        and report["unexpected_effects"] == 0 and not failures
-                        and all(g["exit_code"] == 0 and g["within_grace"] for g in graceful))
+        report["failures"] = self._judge(ctx, data_dir, report, expected, records, oracles, state)
+        report["ok"] = report["failures"] == []
         self.emit({"event": "report", **report})
         return report
+
+    # ---- the oracle and the verdict
+    def _start_oracle(self, data_dir: Path, name: str, shuffle_seed: int | None,
+                      clock_shift_s: float) -> subprocess.Popen[bytes]:
+        cmd = [sys.executable, "-m", f"{settings_module.PACKAGE}.oracle", "--input", str(data_dir / INPUT_FILE),
+               "--output", str(data_dir / f"drill-oracle-{name}.json")]
+        if shuffle_seed is not None:
+            cmd += ["--shuffle-seed", str(shuffle_seed)]
+        if clock_shift_s:
+            cmd += ["--clock-shift-s", str(clock_shift_s)]
+        env = self._env()
+        env.pop(PROBE_ENV, None)
+        with open(data_dir / f"drill-oracle-{name}.log", "wb") as err:
+            return subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=err, stderr=err, env=env)
+
+    def _oracle_result(self, data_dir: Path, proc: subprocess.Popen[bytes], name: str) -> dict[str, Any]:
+        try:
+            code = proc.wait(timeout=ORACLE_TIMEOUT_S)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+            raise _OracleFailed(f"the oracle took longer than {ORACLE_TIMEOUT_S} s (does process_record hang?)")
+        if code != 0:
+            lines = (data_dir / f"drill-oracle-{name}.log").read_text(errors="replace").strip().splitlines()
+            raise _OracleFailed(f"the oracle exited with code {code}: {lines[-1] if lines else 'no output'}")
+        result: dict[str, Any] = json.loads((data_dir / f"drill-oracle-{name}.json").read_text(encoding="utf-8"))
+        return result
+
+    def _judge(self, ctx: Context, data_dir: Path, report: dict[str, Any], expected: set[tuple[str, str]],
+               records: list[dict[str, Any]], oracles: list[subprocess.Popen[bytes]],
+               state: dict[str, Any]) -> list[verdict.Failure]:
+        strategy = ctx.strategy
+        applied = applied_effects(data_dir)
+        failures: list[verdict.Failure] = []
+        try:
+            a, b = (self._oracle_result(data_dir, proc, name) for proc, name in zip(oracles, "ab"))
+        except _OracleFailed as exc:
+            a = None
+            failures.append(verdict.failure("results", f"{exc}; results could not be checked"))
+        failures += verdict.check_effects(applied, expected, a)
+        if a is not None:
+            a["records_in_order"] = [str(r["record_id"]) for r in records]
+            unstable = verdict.unstable_records(a, b)
+            skip = set(unstable)
+            failures += verdict.check_determinism(a, b, unstable)
+            stored = _read_back(strategy.stored_results, ctx, "results", failures)
+            if stored is not _UNREADABLE:
+                failures += verdict.check_results(stored, a, skip)
+            states = _read_back(strategy.stored_final_states, ctx, "final_state", failures)
+            if states is not _UNREADABLE:
+                failures += verdict.check_final_states(states, a, skip, job.fold)
+            failures += verdict.check_payloads(applied, a, skip)
+            report["oracle"] = {
+                "records": len(a["records"]), "expected_effects": len(expected), "steps": a["steps"],
+                "computed_by": "job.process_record in two clean processes (input order; shuffled with the clock "
+                               "moved), with a recording effect: no external call",
+                "unstable_records": len(unstable),
+                "errors": sum("error" in r for r in a["records"].values()),
+            }
+        else:
+            report["oracle"] = {"records": len(records), "expected_effects": len(expected), "steps": list(job.STEPS),
+                                "computed_by": "the oracle failed; see the results failure"}
+        failed_task = next((t for t in state.get("tasks", []) if t.get("error")), None)
+        failures += verdict.check_run(report, promise=strategy.REDONE_CALLS_PER_KILL,
+                                      redone_example=a_redone_call(data_dir) if report["redone_calls"] else None,
+                                      failed_task=failed_task, log_path=str(data_dir / "drill-workers.log"))
+        report["durability"] = self._durability(ctx, data_dir)
+        failures += verdict.check_durability(report["durability"])
+        return failures
+
+    def _durability(self, ctx: Context, data_dir: Path) -> dict[str, Any]:
+        """What the workers were observed to run with (their probes' reports, durability.py)."""
+        seen = collect(data_dir / PROBE_DIR)
+        if getattr(ctx.strategy, "STATE_STORE", "database") == "files":
+            return {"state_store": "files", "processes": seen["processes"], **seen["files"],
+                    "violations": seen["violations"]}
+        if ctx.settings.database_url.startswith(("postgresql://", "postgres://")):
+            return {"state_store": "postgresql", "processes": seen["processes"], "settings": seen["postgresql"]}
+        return {"state_store": "sqlite", "processes": seen["processes"], "settings": seen["sqlite"]}
 
     @property
     def signal_name(self) -> str:
         return "SIGTERM" if self.sigterm else "SIGKILL"
 
-    def _spawn(self, data_dir: Path, log: Any) -> subprocess.Popen[bytes]:
+    def _env(self) -> dict[str, str]:
         env = dict(os.environ)
         src = str(Path(__file__).resolve().parent.parent)  # importable even when not installed
         env["PYTHONPATH"] = src + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
+        return env
+
+    def _spawn(self, data_dir: Path, log: Any) -> subprocess.Popen[bytes]:
+        env = self._env()
+        env[PROBE_ENV] = str(_probe_dir(data_dir))  # the worker reports what it really runs with
         cmd = [sys.executable, "-m", settings_module.PACKAGE, "run", "--data-dir", str(data_dir)]
         return subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=log, stderr=log, env=env)
 
     def _kill(self, proc: subprocess.Popen[bytes]) -> dict[str, Any]:
+        """Signal the worker; ``landed`` is 1 only if it was still running and the signal ended it."""
+        if proc.poll() is not None:
+            return {"landed": 0}  # it had already exited: this kill proves nothing
         if not self.sigterm:
             proc.send_signal(signal.SIGKILL)
-            proc.wait()
-            return {}
+            return {"landed": int(proc.wait() == -signal.SIGKILL)}
         grace = self.ctx.settings.grace_period_s
         sent = time.monotonic()
         proc.send_signal(signal.SIGTERM)
@@ -254,7 +380,41 @@ class Drill:
             proc.kill()
             code = proc.wait()
         seconds = time.monotonic() - sent
-        return {"exit_code": code, "exit_s": round(seconds, 3), "within_grace": seconds <= grace}
+        return {"exit_code": code, "exit_s": round(seconds, 3), "within_grace": seconds <= grace, "landed": 1}
+
+    def _await_effect(self, probe: sqlite3.Connection) -> None:
+        """Return as soon as a new effect is applied: the worker's call got through and
+        its commit is (most likely) still to come, the window recovery lookups exist for."""
+        deadline = time.monotonic() + COMMIT_WAIT_MAX_S
+        last = self._applied(probe)
+        while time.monotonic() < deadline and self._applied(probe) == last:
+            time.sleep(POLL_S / 4)
+
+    def _await_commit(self, probe: sqlite3.Connection, data_dir: Path, give_up_at: int) -> None:
+        """Return as soon as the state store was written after the latest effect: the
+        worker has just committed (a checkpoint, a transition, a position), and the
+        kill lands inside its commit sequence.
+
+        Kills that land only while calls are being made miss the commit windows, where
+        the subtle bugs live (results committed after the offset, in a second
+        transaction): half of the kills aim at those windows instead. The state
+        store is watched through its files (state.db-wal, checkpoint files); with
+        PostgreSQL there are none and the kill lands at once. Past ``give_up_at``
+        effects it lands at once too: the next commit could be the run's last, after
+        which the worker exits before the kill arrives."""
+        deadline = time.monotonic() + COMMIT_WAIT_MAX_S
+        last, base = self._applied(probe), _state_signature(data_dir)
+        if base is None:
+            return
+        while time.monotonic() < deadline:
+            time.sleep(POLL_S / 4)
+            count, signature = self._applied(probe), _state_signature(data_dir)
+            if count >= give_up_at:
+                return
+            if count != last:
+                last, base = count, signature  # an effect: wait for the commit after it
+            elif signature != base:
+                return
 
     @staticmethod
     def _applied(probe: sqlite3.Connection) -> int:
@@ -262,16 +422,71 @@ class Drill:
         return int(probe.execute("SELECT COALESCE(MAX(rowid), 0) FROM effects").fetchone()[0])
 
 
+def _state_signature(data_dir: Path) -> tuple[tuple[str, int, int], ...] | None:
+    """Size and mtime of the state store's files (not external.db, not the drill's own):
+    it changes when the worker commits. None when the state is not in files here."""
+    found = []
+    for entry in os.scandir(data_dir):
+        if entry.name.startswith(("external.db", "drill-")) or not entry.is_file():
+            continue
+        try:
+            st = entry.stat()
+        except FileNotFoundError:  # a temp file renamed meanwhile: that is a commit too
+            found.append((entry.name, -1, -1))
+            continue
+        found.append((entry.name, st.st_size, st.st_mtime_ns))
+    return tuple(sorted(found)) or None
+
+
+def _stop(procs: list[subprocess.Popen[bytes]]) -> None:
+    for p in procs:
+        if p.poll() is None:
+            p.kill()
+            p.wait()
+
+
+def _probe_dir(data_dir: Path) -> Path:
+    where = data_dir / PROBE_DIR
+    where.mkdir(exist_ok=True)
+    return where
+
+
+_UNREADABLE = object()
+
+
+def _read_back(read: Callable[[Context], Any], ctx: Context, check: str, failures: list[verdict.Failure]) -> Any:
+    """What the strategy stored; a store it cannot read back is that check's failure, not a crash."""
+    try:
+        return read(ctx)
+    except Exception as exc:  # a broken store is exactly what a drill is for
+        failures.append(verdict.failure(check, f"what the run stored cannot be read back: "
+                                               f"{type(exc).__name__}: {exc}"))
+        return _UNREADABLE
+
+
+class _OracleFailed(Exception):
+    """The oracle could not say what the run should have produced."""
+
+
 def summary(report: dict[str, Any]) -> str:
     rec = report["recovery_ms"]
-    verdict = "OK: nothing lost, nothing applied twice" if report["ok"] else "FAILED"
     return "\n".join([
-        f"drill: {report['strategy']}, {report['records']} records, {report['kills']} x {report['signal']}, "
-        f"{report['workers']} worker(s)",
+        f"drill: {report['strategy']}, {report['records']} records, {report['kills_landed']} of "
+        f"{report['kills_requested']} x {report['signal']} landed, {report['workers']} worker(s)",
         f"lost {report['lost']}, duplicate effects {report['duplicate_effects']}, "
-        f"redone calls {report['redone_calls']}, lookups {report['lookups']}",
+        f"redone calls {report['redone_calls']}, lookups {report['lookups']}, "
+        f"incomplete {report['incomplete_records']}",
         f"recovery ms p50 {rec['p50']} p95 {rec['p95']} max {rec['max']}; "
         f"{report['throughput']} records/s; {report['wall_s']} s",
+        f"durability: {_durability_line(report['durability'])}",
         f"data: {report['data_dir']}",
-        verdict,
+        *verdict.summary_line(report["failures"]),
     ])
+
+
+def _durability_line(d: dict[str, Any]) -> str:
+    if d["state_store"] == "files":
+        return (f"files: {d['file_fsyncs']} file fsyncs, {d['dir_fsyncs']} directory fsyncs, "
+                f"{d['renames']} renames, {len(d['violations'])} violation(s)")
+    settings = "; ".join(", ".join(f"{k} {v}" for k, v in sorted(s.items())) for s in d["settings"]) or "none seen"
+    return f"{d['state_store']}: {settings}"

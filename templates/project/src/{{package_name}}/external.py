@@ -70,7 +70,9 @@ ON CONFLICT (name) DO UPDATE SET value = excluded.value"""
 
 class ExternalService:
     def __init__(self, data_dir: Path, *, failure_rate: float = 0.0, busy_timeout_ms: int = 5000,
-                 seed: int | None = None) -> None:
+                 seed: int | None = None, durable: bool = True) -> None:
+        """``durable=False`` (benchmarks only) drops the service's own fsync per call:
+        synchronous=OFF, so a benchmark sees the worker's overhead without the service's."""
         self.path = Path(data_dir) / EXTERNAL_DB
         self.failure_rate = failure_rate
         self._rng = random.Random(seed)
@@ -79,7 +81,7 @@ class ExternalService:
             self.conn.execute(f"PRAGMA busy_timeout = {int(busy_timeout_ms)}")
             self.conn.execute("PRAGMA journal_mode = WAL")
             # The remote side is durable too: an acknowledged effect stays applied.
-            self.conn.execute("PRAGMA synchronous = FULL")
+            self.conn.execute(f"PRAGMA synchronous = {'FULL' if durable else 'OFF'}")
             self.conn.executescript(SCHEMA)
             told = self.conn.execute(SELECT_FAILURE_RATE).fetchone()
         except sqlite3.Error as exc:
@@ -154,3 +156,26 @@ def verify(data_dir: Path, expected: set[tuple[str, str]]) -> dict[str, Any]:
         "lookups": lookups,
         "requests": calls + lookups,
     }
+
+
+def applied_effects(data_dir: Path) -> list[tuple[str, str, Any]]:
+    """Every applied effect in the order applied: (record_id, step, payload)."""
+    conn = sqlite3.connect(Path(data_dir) / EXTERNAL_DB)
+    try:
+        rows = conn.execute("SELECT record_id, step, payload FROM effects ORDER BY rowid").fetchall()
+    finally:
+        conn.close()
+    return [(r, s, json.loads(p) if p is not None else None) for r, s, p in rows]
+
+
+def a_redone_call(data_dir: Path) -> str | None:
+    """One idempotency key (or keyless record/step) that was sent more than once, for messages."""
+    conn = sqlite3.connect(Path(data_dir) / EXTERNAL_DB)
+    try:
+        row = conn.execute(
+            "SELECT COALESCE(idempotency_key, record_id || '/' || step), COUNT(*) AS n FROM calls"
+            " WHERE kind = 'apply' AND outcome != 'failed' GROUP BY 1 HAVING COUNT(*) > 1 ORDER BY 1 LIMIT 1"
+        ).fetchone()
+    finally:
+        conn.close()
+    return f"{row[0]} ({row[1]} times)" if row else None

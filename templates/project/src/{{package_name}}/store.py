@@ -8,6 +8,11 @@ SQLite durability settings (stated in the README):
 * ``busy_timeout``: a writer waits for the lock instead of failing at once, which
   is what lets several worker processes share one file.
 
+These are not taken on trust: :meth:`Store.durability` reads back what the
+connection really runs with (SQLite's pragmas; PostgreSQL's ``fsync`` and
+``synchronous_commit``), the generated tests assert on it, and the drill
+observes it in every worker (durability.py).
+
 SQL is written once, with ``?`` placeholders and portable types (TEXT, INTEGER,
 DOUBLE PRECISION, ``ON CONFLICT DO NOTHING``); for PostgreSQL the placeholders
 become ``%s``. Never put a literal ``?`` inside a statement.
@@ -103,6 +108,15 @@ class Store:
         else:
             self.execute("COMMIT")
 
+    def durability(self) -> dict[str, str]:
+        """What this connection really commits with, read back (not what we asked for)."""
+        if self.dialect == "sqlite":
+            from .durability import sqlite_settings
+
+            return sqlite_settings(self.conn)
+        # The server's settings, as this session sees them (SHOW answers one row, one column).
+        return {name: str((self.one(f"SHOW {name}") or {}).get(name)) for name in ("fsync", "synchronous_commit")}
+
     def close(self) -> None:
         self.conn.close()
 
@@ -121,7 +135,9 @@ def connect(data_dir: Path, settings: Settings, *, create: bool = False) -> Stor
             conn = psycopg.connect(url, autocommit=True)
         except psycopg.Error as exc:
             raise StoreError(f"cannot connect to {url}: {exc}") from None
-        return Store(conn, "postgresql", url)
+        store = Store(conn, "postgresql", url)
+        _tell_probe(store)
+        return store
     if url and not url.startswith("sqlite"):
         raise StoreError(f"DATABASE_URL={url!r}: only postgresql://... is supported (unset it for SQLite)")
     path = data_dir / STATE_DB
@@ -137,6 +153,15 @@ def connect(data_dir: Path, settings: Settings, *, create: bool = False) -> Stor
     store.execute("PRAGMA journal_mode = WAL")
     store.execute("PRAGMA synchronous = FULL")
     return store
+
+
+def _tell_probe(store: Store) -> None:
+    """In a drilled worker, report the server's settings: a PostgreSQL connection
+    cannot be observed from the client side the way SQLite's can (durability.py)."""
+    from . import durability
+
+    if durability.active is not None:
+        durability.active.saw_postgresql(store.durability())
 
 
 def apply_schema(store: Store, schema_sql: str, version: int, migrations: Mapping[int, str]) -> int:

@@ -19,7 +19,24 @@ talk to the strategy only through the module named by ``settings.RUNTIME_MODULE`
     "status", "done", "total", "percent", "last_checkpoint_age_s", "rate_per_s",
     "attempts", "error"}]}``.
 ``expected_effects(records) -> set[tuple[str, str]]``
-    the (record_id, step) pairs a complete run applies exactly once.
+    the (record_id, step) pairs a complete run applies exactly once (records x
+    ``job.STEPS``; the drill does not ask the strategy, it derives them itself).
+``REDONE_CALLS_PER_KILL: int``
+    the promise the drill holds the strategy to: how many external calls one kill
+    may make twice. 0 for a strategy that records its calls as prepared and looks
+    them up after a kill; 1 for a task-level retry (the call in flight is re-sent
+    with the same key).
+``stored_results(ctx) -> list[tuple[str, Any]] | None`` (read-only)
+    every result the run stored, as ``(record_id, result)`` pairs, one per stored
+    row (a record stored twice appears twice); ``None`` when the strategy keeps
+    no per-record results (the file variant keeps only the running state).
+``stored_final_states(ctx) -> list[dict] | None`` (read-only)
+    per task or stream: ``{"task_id", "record_ids": [...its input, in order],
+    "state": the saved running state (job.fold's) or None}``; ``None`` when the
+    strategy keeps no running state (one record per task).
+
+The drill compares what the last two return with its oracle (oracle.py), which
+knows job.py and the input only.
 ``add_commands(subparsers, common) -> None`` (optional)
     extra subcommands (``common`` is the parent parser holding ``--data-dir``);
     each sets ``func=callable(args, ctx) -> int``.
@@ -51,7 +68,8 @@ class Context:
                                busy_timeout_ms=self.settings.busy_timeout_ms)
 
 
-REQUIRED = ("NAME", "MULTI_WORKER", "submit", "run", "status", "expected_effects")
+REQUIRED = ("NAME", "MULTI_WORKER", "submit", "run", "status", "expected_effects", "REDONE_CALLS_PER_KILL",
+            "stored_results", "stored_final_states")
 
 
 def load(module_name: str | None = None) -> ModuleType:
