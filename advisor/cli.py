@@ -339,6 +339,8 @@ def cmd_drill(args: argparse.Namespace) -> int:
             f" recovery p50 {rec.get('p50')} ms / p95 {rec.get('p95')} ms,"
             f" {report.get('throughput')} records/s"
         )
+        for failure in report.get("failures") or []:  # what the drill's judge found, check by check
+            print(f"FAILED: {failure.get('check')}: {failure.get('message')}")
     return 0 if report.get("ok") else 1
 
 

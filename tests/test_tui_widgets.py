@@ -97,6 +97,17 @@ def test_verdict(report: dict[str, object], expected: str) -> None:
     assert verdict(report).plain.startswith(expected)
 
 
+def test_a_failed_verdict_names_each_failed_check() -> None:
+    """All counts can be 0 while the results or the durability are wrong: the check must show."""
+    report = {"ok": False, "lost": 0, "duplicate_effects": 0, "failures": [
+        {"check": "results", "message": "120 of 2000 records have no stored result, e.g. r0000300"},
+        {"check": "durability", "message": "a state-store connection ran with synchronous=OFF"}]}
+    lines = verdict(report).plain.splitlines()
+    assert lines[0].startswith("✘ FAILED")
+    assert "✘ results: 120 of 2000 records have no stored result, e.g. r0000300" in lines
+    assert "✘ durability: a state-store connection ran with synchronous=OFF" in lines
+
+
 @pytest.mark.parametrize(
     ("index", "answered", "asked", "marks", "summary"),
     [

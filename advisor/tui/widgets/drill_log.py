@@ -49,6 +49,11 @@ def verdict(report: Mapping[str, Any]) -> Text:
         f"{report.get('kills', '?')} kills · {_num(report.get('throughput'))} records/s · "
         f"{_num(report.get('wall_s'))} s"
     )
+    # A failed verdict names each check that failed: the counts above can all be 0 while the
+    # results, the final state, the durability settings or the job's purity are wrong.
+    for failure in report.get("failures") or []:
+        text.append(f"\n✘ {failure.get('check')}: ", style="bold red")
+        text.append(str(failure.get("message", "")))
     return text
 
 
