@@ -227,6 +227,17 @@ def cmd_drill(args: argparse.Namespace) -> int:
     return 0 if report.get("ok") else 1
 
 
+def cmd_inspect(args: argparse.Namespace) -> int:
+    from advisor.inspect import inspect_dir, render_text
+
+    report = inspect_dir(Path(args.dir), Path(args.data_dir) if args.data_dir else None)
+    if args.json:
+        _print_json(report)
+    else:
+        print(render_text(report))
+    return 0
+
+
 def cmd_tui(args: argparse.Namespace) -> int:
     catalog = _catalog()  # a broken catalog is a CLI error (exit 2), not a crashed TUI
     from advisor.tui.app import make_app
@@ -300,6 +311,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--seed", type=int, default=1, help="random seed (default 1)")
     p.add_argument("--sigterm", action="store_true", help="send SIGTERM instead of SIGKILL")
     p.add_argument("--json", action="store_true", help="print the JSON report")
+
+    p = add("inspect", cmd_inspect, "show a generated project's recovery point (read only): where it would resume",
+            "advisor inspect ./nightly-sync   (or: advisor inspect ./nightly-sync/data --json)")  # fmt: skip
+    p.add_argument("dir", metavar="DIR", help="a generated project, or its data directory")
+    p.add_argument("--data-dir", metavar="D", help="the project's data directory (default: DIR/data)")
+    p.add_argument("--json", action="store_true", help="machine-readable output (see docs/inspect.md)")
 
     add("tui", cmd_tui, "open the interactive advisor (the default)", "advisor tui")
     return parser
