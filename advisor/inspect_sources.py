@@ -45,6 +45,11 @@ def redact(url: str) -> str:
     return re.sub(r"(password=)[^&\s]*", r"\1***", url)
 
 
+def one_line(exc: BaseException) -> str:
+    """A driver's (multi-line) message on one line, any password redacted."""
+    return " ".join(redact(str(exc)).split())
+
+
 class Source(Protocol):
     """What the strategy readers need from a state store (SQLite or PostgreSQL)."""
 
@@ -135,7 +140,7 @@ class PostgresSource:
             self.conn = psycopg.connect(url, autocommit=False, connect_timeout=5)
             self.conn.read_only = True
         except psycopg.Error as exc:
-            raise InspectError(f"cannot connect to {self.location}: {redact(str(exc)).strip()}") from None
+            raise InspectError(f"cannot connect to {self.location}: {one_line(exc)}") from None
         self._tables = [r["table_name"] for r in self.rows(
             "SELECT table_name FROM information_schema.tables WHERE table_schema = current_schema()")]
 
@@ -155,7 +160,7 @@ class PostgresSource:
             names = [d.name for d in cur.description or ()]
             return [dict(zip(names, row)) for row in cur.fetchall()]
         except psycopg.Error as exc:
-            raise InspectError(f"{self.location}: {redact(str(exc)).strip()}") from None
+            raise InspectError(f"{self.location}: {one_line(exc)}") from None
 
     def close(self) -> None:
         try:
