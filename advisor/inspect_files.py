@@ -55,8 +55,9 @@ def checkpoint_file(data_dir: Path, batch_size: int) -> Reading:
             points.append(Point(name, "file", verdict, text, detail={"checksum": verdict}))
             continue
         off = int(data.get("offset") or 0)
-        text = (f"{name} ({role} generation): checksum valid, offset {off} of {total}, "
-                f"written {ago(data.get('written_at'), now)}")
+        text = f"{name} ({role} generation): checksum valid, offset {off} of {total}"
+        if data.get("written_at"):
+            text += f", written {ago(data['written_at'], now)}"
         if data.get("prepared"):
             a, b = data["prepared"]
             text += f", prepared records {a}..{b - 1} (calls may have been made)"

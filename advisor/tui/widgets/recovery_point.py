@@ -58,6 +58,8 @@ class RecoveryPointView(Static):
         self.data_dir = data_dir
         self.interval = interval
         self.border_title = "recovery point (advisor inspect, live)"
+        self.shown = Text()
+        """What the widget shows now (tests read it)."""
         self.display = data_dir is not None
 
     def on_mount(self) -> None:
@@ -84,4 +86,8 @@ class RecoveryPointView(Static):
         except AdvisorError as exc:  # not there yet (the drill is submitting), or unreadable
             shown = Text(str(exc), style="dim")
         if self.app.is_running:
-            self.app.call_from_thread(self.update, shown)
+            self.app.call_from_thread(self.show, shown)
+
+    def show(self, shown: Text) -> None:
+        self.shown = shown
+        self.update(shown)
