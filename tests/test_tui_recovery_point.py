@@ -7,8 +7,10 @@ holds no clock time and no temporary path.
 from __future__ import annotations
 
 import asyncio
+import time
 from pathlib import Path
 
+import pytest
 from textual.app import App, ComposeResult
 
 from advisor.tui.screens.drill import DrillScreen
@@ -74,3 +76,37 @@ def test_a_directory_that_is_not_there_yet_is_said_quietly(tmp_path: Path) -> No
 
 def test_snapshot_file_variant(snap_compare, file_dir: Path) -> None:  # type: ignore[no-untyped-def]  # noqa: F811
     assert snap_compare(OneWidget(file_dir), run_before=_settle, terminal_size=(100, 14))
+
+
+@pytest.mark.slow
+def test_the_view_follows_a_real_drill(tmp_path: Path) -> None:
+    """A generated checkpoint project's drill in the TUI: the view shows the offsets move
+    while the worker is killed and restarted, and the finished state at the end."""
+    import re
+
+    from advisor.scaffold import generate
+    from advisor.tui.app import make_app
+
+    dest = tmp_path / "proj"
+    generate("checkpoint", dest, {"project_name": "demo job"})
+
+    async def drive() -> None:
+        app = make_app(workdir=tmp_path, blink=False, drill_options={"records": 1000, "kills": 3})
+        async with app.run_test(size=(100, 40)) as pilot:
+            screen = DrillScreen(dest)
+            await app.push_screen(screen)
+            view = screen.query_one(RecoveryPointView)
+            seen: set[str] = set()
+            deadline = time.monotonic() + 120
+            await pilot.pause(0.2)
+            while screen.running and time.monotonic() < deadline:
+                seen |= set(re.findall(r"resumes at record (\d+) of 500", view.shown.plain))
+                await pilot.pause(0.05)
+            assert not screen.running
+            view.reload()
+            await _settle(pilot)
+            assert len(seen - {"0"}) >= 2, seen  # the offset moved, live
+            assert "all 1000 records are checkpointed; nothing to resume" in view.shown.plain
+            assert "0 (record, step) applied twice; 0 of 1000 expected lost" in view.shown.plain
+
+    asyncio.run(drive())
