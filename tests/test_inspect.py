@@ -300,3 +300,34 @@ def test_inspect_a_generated_project(tmp_path: Path, strategy: str, extra: dict[
     report = inspect_dir(dest)
     assert report["complete"], render_text(report)
     assert (report["external"]["lost"], report["external"]["duplicates"], report["external"]["missing"]) == (0, 0, 0)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("strategy", ["checkpoint", "idempotent-retry", "state-machine"])
+def test_inspect_a_project_on_postgresql(tmp_path: Path, postgres_url: str, strategy: str) -> None:
+    """DATABASE_URL as the project understands it: the state from PostgreSQL, read only."""
+    import uuid
+
+    import psycopg
+
+    from advisor.scaffold import generate
+
+    name = f"insp_{uuid.uuid4().hex[:10]}"
+    with psycopg.connect(postgres_url, autocommit=True) as conn:
+        conn.execute(f"CREATE DATABASE {name}")
+    url = f"{postgres_url.rpartition('/')[0]}/{name}"
+    dest = tmp_path / "proj"
+    generate(strategy, dest, {"project_name": "demo job", "state_store": "postgresql"})
+    env = {**os.environ, "DATABASE_URL": url, "PYTHONPATH": str(dest / "src")}
+    for args in (["submit-demo", "--records", "300"], ["run", "--limit", "120"]):
+        done = subprocess.run([sys.executable, "-m", "demo_job", *args], cwd=dest, env=env, capture_output=True,
+                              text=True, timeout=120)
+        assert done.returncode == 0, done.stderr
+    report = inspect_dir(dest, environ={"DATABASE_URL": url})
+    assert report["store"]["kind"] == "postgresql" and report["strategy"] == strategy
+    assert not (dest / "data" / "state.db").exists()
+    assert report["external"]["applied"] >= 100 and report["external"]["duplicates"] == 0
+    assert not report["complete"] and report["schema_version"] is not None, render_text(report)
+    with psycopg.connect(url) as conn:  # the read-only transaction left nothing open or changed
+        assert conn.execute("SELECT COUNT(*) FROM pg_stat_activity WHERE datname = %s AND pid != "
+                            "pg_backend_pid()", (name,)).fetchone()[0] == 0
