@@ -34,8 +34,10 @@ def event_sourcing(source: Source, lease_s: float, strategy: str | None) -> Read
         words = (f"stream {s['task_id']}: last event version {version}, {appended} of {total} records appended"
                  + ("" if appended >= total else f"; the worker resumes at record {appended}" if appended
                     else "; not started"))
-        if idempotent:
-            words += f"; client acked {s['acked']} commands ({s['replayed']} redelivered, answered from their first result)"
+        if idempotent and (s["acked"] or s["replayed"]):
+            words += f"; client acked {s['acked']} commands"
+            if s["replayed"]:
+                words += f" ({s['replayed']} redelivered, answered from their first result, no new event)"
         if s["error"]:
             words += f"; failed: {s['error']}"
         points.append(Point(s["task_id"], "stream", "done" if appended >= total else ("open" if appended else "pending"),

@@ -95,7 +95,7 @@ def idempotent_retry(source: Source, lease_s: float) -> Reading:
             text = f"task {t['task_id']} failed after {t['attempts']} attempt(s): {t['error']}"
         else:
             text = (f"task {t['task_id']} (key {t['business_key']}) running, attempt {t['attempts']}; "
-                    f"{owner_phrase(t['owner'], t['updated_at'], lease_s, now)}: re-run whole, "
+                    f"{owner_phrase(t['owner'], t['updated_at'], lease_s, now)}; re-run whole, "
                     "its business key makes the rerun harmless")
         points.append(Point(t["task_id"], "task", t["status"], text, highlight=t["status"] == "running",
                             detail={"business_key": t["business_key"], "owner": t["owner"],

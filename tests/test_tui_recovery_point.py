@@ -28,7 +28,12 @@ class OneWidget(App[None]):
 
 
 async def _settle(pilot) -> None:  # type: ignore[no-untyped-def]
-    await pilot.app.workers.wait_for_complete()
+    """Wait until no read of the view is running (a newer read cancels an older one)."""
+    for _ in range(200):
+        await pilot.pause()
+        if not any(w.is_running for w in pilot.app.workers if w.group == "recovery-point"):
+            break
+        await asyncio.sleep(0.02)
     await pilot.pause()
 
 

@@ -15,6 +15,7 @@ from typing import Any
 from rich.text import Text
 from textual import work
 from textual.widgets import Static
+from textual.worker import get_current_worker
 
 from advisor.errors import AdvisorError
 
@@ -85,7 +86,7 @@ class RecoveryPointView(Static):
             shown: Text = recovery_text(inspect_dir(data_dir))
         except AdvisorError as exc:  # not there yet (the drill is submitting), or unreadable
             shown = Text(str(exc), style="dim")
-        if self.app.is_running:
+        if self.app.is_running and not get_current_worker().is_cancelled:  # a newer read replaced this one
             self.app.call_from_thread(self.show, shown)
 
     def show(self, shown: Text) -> None:
