@@ -23,13 +23,15 @@ SHOWN_POINTS = 6
 
 
 def recovery_text(report: Mapping[str, Any]) -> Text:
-    """The report, compact: one line per recovery point, the one that matters highlighted."""
+    """The report, compact: where it resumes, then the rows (the ones that matter first, highlighted)."""
     from advisor.inspect_text import headline
 
     text = Text()
     text.append(headline(report).split(" · ")[0], style="bold")
     text.append(f" · {Path(report['data_dir']).name}\n", style="dim")
-    points = report["recovery_points"]
+    text.append(f"resume: {report['resume']}\n", style="green")
+    # The rows that matter first: in a short terminal they are what stays visible.
+    points = sorted(report["recovery_points"], key=lambda p: not p["highlight"])
     for p in points[:SHOWN_POINTS]:
         text.append(("▶ " if p["highlight"] else "  ") + p["text"] + "\n",
                     style="bold reverse" if p["highlight"] else "")
@@ -41,8 +43,7 @@ def recovery_text(report: Mapping[str, Any]) -> Text:
         applied = sum(1 for d in doubt if d.get("external") == "applied")
         text.append(f"in doubt: {len(doubt)} prepared, not done ({applied} got through): settled by key\n",
                     style="yellow")
-    text.append(f"external: {report['external']['text']}\n")
-    text.append(f"resume: {report['resume']}", style="green")
+    text.append(f"external: {report['external']['text']}")
     return text
 
 
@@ -50,8 +51,8 @@ class RecoveryPointView(Static):
     """``follow(data_dir)`` starts it; ``interval=0`` reads only when asked (tests, snapshots)."""
 
     DEFAULT_CSS = """
-    RecoveryPointView { height: auto; max-height: 12; border: round $secondary; padding: 0 1;
-                        border-title-align: left; }
+    RecoveryPointView { height: 1fr; min-height: 5; max-height: 14; border: round $secondary; padding: 0 1;
+                        border-title-align: left; overflow: hidden; }
     """
 
     def __init__(self, data_dir: Path | None = None, *, interval: float = 0.5, id: str | None = None) -> None:
