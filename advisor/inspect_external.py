@@ -7,7 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from advisor.inspect_sources import EXTERNAL_DB, SQLiteSource
+from advisor.inspect_sources import EXTERNAL_DB, InspectError, SQLiteSource
 
 EXAMPLES = 3
 
@@ -16,18 +16,22 @@ def verdict(data_dir: Path, expected: set[tuple[str, str]] | None, complete: boo
             in_doubt: list[dict[str, str]]) -> dict[str, Any]:
     path = data_dir / EXTERNAL_DB
     if not path.exists():
+        for d in in_doubt:
+            d["external"] = "not applied"
         return {"present": False, "applied": 0, "duplicates": 0, "duplicate_examples": [], "calls": 0,
                 "lookups": 0, "expected": len(expected) if expected is not None else None,
                 "missing": len(expected) if expected is not None else None, "missing_examples": [],
-                "lost": 0, "in_doubt_applied": 0, "text": "no external call yet (external.db does not exist)"}
+                "lost": len(expected) if expected and complete else 0, "in_doubt_applied": 0,
+                "text": "no external call yet (external.db does not exist)"}
     source = SQLiteSource(path)
     try:
         tables = set(source.tables())
-        if "effects" not in tables:
-            return {"present": False, "text": f"{path} has no effects table", "applied": 0, "duplicates": 0}
+        if not {"effects", "calls"} <= tables:
+            raise InspectError(f"{path} is not the simulated external service's log (no effects and calls "
+                               "tables); is this a generated project's data directory?")
         pairs = {(r["record_id"], r["step"]): int(r["n"]) for r in source.rows(
             "SELECT record_id, step, COUNT(*) AS n FROM effects GROUP BY record_id, step")}
-        calls = source.rows("SELECT kind, COUNT(*) AS n FROM calls GROUP BY kind") if "calls" in tables else []
+        calls = source.rows("SELECT kind, COUNT(*) AS n FROM calls GROUP BY kind")
         keys = [d["key"] for d in in_doubt]
         applied_keys: set[str] = set()
         for i in range(0, len(keys), 500):

@@ -331,3 +331,17 @@ def test_inspect_a_project_on_postgresql(tmp_path: Path, postgres_url: str, stra
     with psycopg.connect(url) as conn:  # the read-only transaction left nothing open or changed
         assert conn.execute("SELECT COUNT(*) FROM pg_stat_activity WHERE datname = %s AND pid != "
                             "pg_backend_pid()", (name,)).fetchone()[0] == 0
+
+
+def test_a_foreign_external_db_is_refused(checkpoint_dir: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    (checkpoint_dir / "external.db").unlink()
+    sqlite3.connect(checkpoint_dir / "external.db").execute("CREATE TABLE other (id)")
+    assert "not the simulated external service's log" in _one_error_line(capsys, ["inspect", str(checkpoint_dir)])
+
+
+def test_before_any_external_call(checkpoint_dir: Path) -> None:
+    (checkpoint_dir / "external.db").unlink()
+    report = inspect_dir(checkpoint_dir)
+    assert report["external"]["present"] is False and report["external"]["missing"] == 1000
+    assert {d["external"] for d in report["in_doubt"]} == {"not applied"}
+    assert not (checkpoint_dir / "external.db").exists()
