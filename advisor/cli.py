@@ -393,6 +393,17 @@ def _check_new_file(path: Path, *, force: bool) -> None:
         raise AdvisorError(f"{path}: the folder {path.parent} does not exist.")
 
 
+def cmd_inspect(args: argparse.Namespace) -> int:
+    from advisor.inspect import inspect_dir, render_text
+
+    report = inspect_dir(Path(args.dir), Path(args.data_dir) if args.data_dir else None)
+    if args.json:
+        _print_json(report)
+    else:
+        print(render_text(report))
+    return 0
+
+
 def cmd_tui(args: argparse.Namespace) -> int:
     catalog = _catalog()  # a broken catalog is a CLI error (exit 2), not a crashed TUI
     from advisor.tui.app import make_app
@@ -500,6 +511,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--events", action="store_true", help="print JSON events, one per line, the report last")
     p.add_argument("--out", metavar="FILE", help="write the JSON report to FILE (for advisor review --probe)")
     p.add_argument("--force", action="store_true", help="overwrite an existing --out file")
+    p = add("inspect", cmd_inspect, "show a generated project's recovery point (read only): where it would resume",
+            "advisor inspect ./nightly-sync   (or: advisor inspect ./nightly-sync/data --json)")  # fmt: skip
+    p.add_argument("dir", metavar="DIR", help="a generated project, or its data directory")
+    p.add_argument("--data-dir", metavar="D", help="the project's data directory (default: DIR/data)")
+    p.add_argument("--json", action="store_true", help="machine-readable output (see docs/inspect.md)")
 
     add("tui", cmd_tui, "open the interactive advisor (the default)", "advisor tui")
     return parser

@@ -18,6 +18,7 @@ from textual.worker import get_current_worker
 
 from advisor.tui.widgets.drill_log import event_line, verdict
 from advisor.tui.widgets.progress_chart import ProgressChart
+from advisor.tui.widgets.recovery_point import RecoveryPointView
 
 if TYPE_CHECKING:
     from advisor.tui.app import AdvisorApp
@@ -65,6 +66,7 @@ class DrillScreen(Screen[None]):
             chart = ProgressChart(id="drill-chart")
             chart.border_title = "records done over time · ✕ = kill"
             yield chart
+            yield RecoveryPointView(id="drill-recovery")
             yield VerticalScroll(Static("", id="drill-lines"), id="drill-log")
             yield Static("", id="drill-verdict")
         yield Footer()
@@ -130,6 +132,8 @@ class DrillScreen(Screen[None]):
         bar = self.query_one(ProgressBar)
         if kind == "start":
             self.show_title({**self.options(), **event})
+            if event.get("data_dir"):
+                self.query_one(RecoveryPointView).follow(Path(event["data_dir"]))
             if event.get("records"):
                 bar.update(total=event["records"], progress=0)
                 chart.reset(int(event["records"]))
