@@ -253,3 +253,32 @@ def test_advisor_commands_never_echo_a_planted_password(tmp_path, capsys):
     more = capsys.readouterr()
     assert PASSWORD not in record + seen[0] + seen[1] + more.out + more.err
     assert "***" in more.err
+
+
+def test_probe_reports_and_their_evidence_never_carry_the_password(tmp_path, capsys):
+    from advisor.probe_report import build_report, evidence_lines, summary
+
+    run = f"DATABASE_URL={URL} python etl.py"
+    options = {"run": run, "verify": f"psql {URL} -c 'select 1'", "progress": None, "reset": None, "cwd": "/srv",
+               "kills": 1, "sigterm": False, "grace_s": 30.0, "min_s": 1.0, "max_s": 2.0, "seed": 1,
+               "timeout_s": 60.0, "baseline": False, "sample_s": 0.2}
+    report = build_report(options, date="2026-11-30T10:00:00Z", baseline=None,
+                          runs=[{"n": 1, "ended": "killed"}, {"n": 2, "ended": "exited", "exit_code": 0}],
+                          kills=[{"n": 1, "signal": "SIGKILL", "after_s": 1.0, "exit_code": -9, "recovery_ms": 5.0}],
+                          outcome="finished", wall_s=3.0, progress=None, progress_errors=[],
+                          verify={"command": options["verify"], "exit_code": 1, "passed": False,
+                                  "tail": [f"could not connect to {URL}"]})
+    assert PASSWORD not in json.dumps(report) + summary(report) + "\n".join(evidence_lines(report))
+    # A report written before redaction existed: loading it redacts, so the decision record does too.
+    old = {**report, "options": {**options}, "verify": {**report["verify"], "tail": [URL]}}
+    path = tmp_path / "probe.json"
+    path.write_text(json.dumps(old))
+    out = tmp_path / "decision.md"
+    assert main(["review", "--set", "duration=hours", "--probe", str(path), "--out", str(out)]) == 0
+    assert PASSWORD not in out.read_text() + "".join(capsys.readouterr())
+
+
+def test_advisor_drill_refuses_a_hostile_copier_answers_file(tmp_path, capsys):
+    (tmp_path / ".copier-answers.yml").write_text(deep_block_yaml())
+    err = one_line_exit_2(capsys, ["drill", str(tmp_path)])
+    assert ".copier-answers.yml" in err and "nested more than" in err
