@@ -26,8 +26,8 @@ from typing import Any
 
 
 from advisor.errors import CatalogError, InputError
-from advisor.safe_read import MAX_YAML_BYTES, decode
 from advisor.paths import strategies_dir
+from advisor.safe_read import MAX_YAML_BYTES, decode
 
 GRANULARITIES = ("task", "record", "event")
 QUESTION_GROUPS = ("recovery_point", "trait")

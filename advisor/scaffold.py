@@ -10,7 +10,6 @@ thing. Every user-facing failure is a :class:`ScaffoldError` or
 
 from __future__ import annotations
 
-import json
 import os
 import re
 import shutil
