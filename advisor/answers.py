@@ -21,6 +21,7 @@ import yaml
 
 from advisor.catalog import Catalog
 from advisor.errors import AnswersError
+from advisor.safe_read import load_yaml
 
 UNKNOWN = "unknown"  # "I don't know" — the same as leaving the question out
 CONTROL_VALUES = ("yes", "no", UNKNOWN)  # the state of one control of the current design
@@ -132,24 +133,8 @@ def _review_extras(
 
 
 def _read_answers_mapping(path: Path) -> dict[str, object]:
-    path = Path(path)
-    try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise AnswersError(f"{path}: no such answers file.") from None
-    except IsADirectoryError:
-        raise AnswersError(f"{path}: is a directory, expected a YAML answers file.") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise AnswersError(f"{path}: cannot be read ({exc}).") from None
-    try:
-        data = yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f" at line {mark.line + 1}" if mark else ""
-        raise AnswersError(
-            f"{path}: is not valid YAML{where}: {getattr(exc, 'problem', None) or exc}."
-            " An answers file holds one `question_id: value` per line."
-        ) from None
+    # Bounded: size, nesting, no YAML aliases, strict UTF-8 (advisor/safe_read.py).
+    data = load_yaml(Path(path), "answers file")
     if data is None:
         return {}
     if not isinstance(data, dict):

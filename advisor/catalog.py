@@ -25,8 +25,9 @@ from pathlib import Path
 from typing import Any
 
 
-from advisor.errors import CatalogError
+from advisor.errors import CatalogError, InputError
 from advisor.paths import strategies_dir
+from advisor.safe_read import MAX_YAML_BYTES, decode
 
 GRANULARITIES = ("task", "record", "event")
 QUESTION_GROUPS = ("recovery_point", "trait")
@@ -362,15 +363,16 @@ def _kind(value: object) -> str:
 
 
 def _parse_yaml(path: Path, text: str) -> object:
-    import yaml  # only on a cache miss: the import is a good part of a cached start-up
+    """Bounded nesting, no aliases (advisor/safe_read.py); a refusal names the file and the line."""
+    from advisor.safe_read import parse_yaml  # imports yaml: only on a cache miss (start-up time)
 
     try:
-        return yaml.load(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f"line {mark.line + 1}" if mark else "(file)"
-        problem = getattr(exc, "problem", None) or str(exc)
-        raise CatalogError(path, where, f"is not valid YAML: {problem}") from None
+        return parse_yaml(text, path, "catalog file")
+    except InputError as exc:
+        where, _, reason = str(exc).removeprefix(f"{path}: ").partition(": ")
+        if not where.startswith("line "):
+            where, reason = "(file)", str(exc).removeprefix(f"{path}: ")
+        raise CatalogError(path, where, reason) from None
 
 
 def cache_path(root: Path) -> Path:
@@ -395,17 +397,22 @@ class _ParsedCache:
         self.dirty = False
         try:
             loaded = json.loads(self.path.read_text(encoding="utf-8"))
-        except (OSError, ValueError):
+        except (OSError, ValueError, RecursionError):  # a damaged cache is only a slower start
             loaded = {}
         self.entries: dict[str, Any] = loaded if isinstance(loaded, dict) else {}
 
     def read(self, path: Path) -> object:
         try:
-            raw = path.read_bytes()
-            text = raw.decode("utf-8")
-        except (OSError, UnicodeDecodeError) as exc:
-            reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
-            raise CatalogError(path, "(file)", f"cannot be read: {reason}") from None
+            with path.open("rb") as fh:
+                raw = fh.read(MAX_YAML_BYTES + 1)
+        except OSError as exc:
+            raise CatalogError(path, "(file)", f"cannot be read: {exc.strerror or exc}") from None
+        if len(raw) > MAX_YAML_BYTES:
+            raise CatalogError(path, "(file)", f"too large (over {MAX_YAML_BYTES >> 20} MiB) for a catalog file")
+        try:
+            text = decode(raw, path, "catalog file")
+        except InputError as exc:
+            raise CatalogError(path, "(file)", str(exc).removeprefix(f"{path}: ")) from None
         key = hashlib.blake2b(raw, digest_size=16).hexdigest()
         hit = self.entries.get(path.name)
         if isinstance(hit, list) and len(hit) == 2 and hit[0] == key:

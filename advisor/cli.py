@@ -259,10 +259,12 @@ def cmd_review(args: argparse.Namespace) -> int:
         context_file = context[1:]
         context = None
     if context_file:
+        from advisor.safe_read import read_text
+
         try:
-            context = Path(context_file).read_text(encoding="utf-8")
-        except (OSError, UnicodeDecodeError) as exc:
-            raise AdvisorError(f"--context-file {context_file}: cannot be read ({exc}).") from None
+            context = read_text(Path(context_file), "context file")
+        except AdvisorError as exc:
+            raise AdvisorError(f"--context-file cannot be read: {exc}") from None
     given = review_input(
         catalog,
         answers_file=Path(args.answers) if args.answers else None,
@@ -294,10 +296,9 @@ def cmd_generate(args: argparse.Namespace) -> int:
 
     data: dict[str, object] = {}
     if args.answers:
-        try:
-            loaded = yaml.safe_load(Path(args.answers).read_text(encoding="utf-8")) or {}
-        except (OSError, yaml.YAMLError) as exc:
-            raise AdvisorError(f"{args.answers}: cannot read template answers ({exc}).") from None
+        from advisor.safe_read import load_yaml
+
+        loaded = load_yaml(Path(args.answers), "template answers file") or {}
         if not isinstance(loaded, dict):
             raise AdvisorError(f"{args.answers}: expected a mapping of template answers (key: value).")
         data.update(loaded)
@@ -360,8 +361,10 @@ def cmd_probe(args: argparse.Namespace) -> int:
     if out is not None:
         _check_new_file(out, force=args.force)  # before the probe runs, not after minutes of it
     report: dict[str, object] = {}
+    from advisor.redact import redact_all
+
     with stop_on_sigterm(), closing(probe_events(options)) as events:
-        for event in events:
+        for event in map(redact_all, events):  # the job's command or errors may carry a password
             if args.events:
                 print(json.dumps(event, ensure_ascii=False), flush=True)
             elif not args.json and (line := event_line(event)) is not None:

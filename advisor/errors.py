@@ -11,7 +11,15 @@ EXIT_USAGE = 2
 
 
 class AdvisorError(Exception):
-    """Base of every error meant for a person to read: say what, why, and how to fix it."""
+    """Base of every error meant for a person to read: say what, why, and how to fix it.
+
+    Its message never carries a password: it often quotes what the user typed (a URL, a command).
+    """
+
+    def __init__(self, *args: object) -> None:
+        from advisor.redact import redact
+
+        super().__init__(*(redact(a) if isinstance(a, str) else a for a in args))
 
 
 class CatalogError(AdvisorError):
@@ -20,6 +28,11 @@ class CatalogError(AdvisorError):
     def __init__(self, path: object, key: str, reason: str) -> None:
         self.path, self.key, self.reason = str(path), key, reason
         super().__init__(f"{self.path}: {key}: {reason}")
+
+
+class InputError(AdvisorError):
+    """A file the advisor reads is too large, too deep, binary, in another encoding or malformed
+    (advisor/safe_read.py)."""
 
 
 class AnswersError(AdvisorError):

@@ -20,8 +20,9 @@ from typing import Any
 from advisor.inspect_external import verdict
 from advisor.inspect_files import checkpoint_file
 from advisor.inspect_model import Reading
+from advisor.redact import redact
 from advisor.inspect_sources import (FILE_CHECKPOINTS, FILE_INPUT, STATE_DB, InspectError, Location, PostgresSource,
-                                     SQLiteSource, Source, locate, redact)
+                                     SQLiteSource, Source, locate)
 from advisor.inspect_streams import event_sourcing
 from advisor.inspect_tasks import checkpoint, idempotent_retry, state_machine
 

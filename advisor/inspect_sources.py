@@ -14,7 +14,6 @@ goes through psycopg in a READ ONLY transaction; the password is never printed.
 
 from __future__ import annotations
 
-import re
 import sqlite3
 import time
 from collections.abc import Iterator, Sequence
@@ -23,9 +22,9 @@ from pathlib import Path
 from typing import Any, Protocol
 from urllib.parse import quote
 
-import yaml
-
 from advisor.errors import AdvisorError
+from advisor.redact import redact
+from advisor.safe_read import load_yaml
 
 STATE_DB = "state.db"
 EXTERNAL_DB = "external.db"
@@ -37,12 +36,6 @@ DRILL_INPUT = "drill-input.json"
 
 class InspectError(AdvisorError):
     """The directory is not a generated project's (or its data dir), or its state cannot be read."""
-
-
-def redact(url: str) -> str:
-    """``postgresql://user:secret@host/db`` → ``postgresql://user:***@host/db``."""
-    url = re.sub(r"(://[^:/@]*:)[^@]*@", r"\1***@", url)
-    return re.sub(r"(password=)[^&\s]*", r"\1***", url)
 
 
 def one_line(exc: BaseException) -> str:
@@ -181,10 +174,8 @@ class Location:
 
 
 def read_answers(project: Path) -> dict[str, Any]:
-    try:
-        data = yaml.safe_load((project / ANSWERS_FILE).read_text(encoding="utf-8")) or {}
-    except (OSError, yaml.YAMLError) as exc:
-        raise InspectError(f"{project / ANSWERS_FILE}: cannot read ({exc})") from None
+    # Bounded like every file the advisor reads (size, nesting, no YAML aliases).
+    data = load_yaml(project / ANSWERS_FILE, "template answers file") or {}
     if not isinstance(data, dict) or not isinstance(data.get("strategy"), str):
         raise InspectError(f"{project / ANSWERS_FILE} names no strategy; is {project} a generated project?")
     return data

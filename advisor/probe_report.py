@@ -3,7 +3,6 @@ lines a decision record carries. Pure functions over dicts (plus :func:`load_rep
 
 from __future__ import annotations
 
-import json
 import math
 import shlex
 import statistics
@@ -11,7 +10,9 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from advisor.errors import ProbeError
+from advisor.errors import InputError, ProbeError
+from advisor.redact import redact_all
+from advisor.safe_read import load_json
 
 KIND = "advisor-probe"
 FORMAT = 1
@@ -80,7 +81,7 @@ def build_report(options: Mapping[str, Any], *, date: str, baseline: dict[str, A
                              "grace_s": options.get("grace_s"), "slowest_s": slowest}
     report["ok"], report["verdict"], report["findings"] = judge(report)
     report["notes"] = notes(report)
-    return report
+    return redact_all(report)  # type: ignore[no-any-return]  # the job's command line or its errors may carry a database password
 
 
 def _redone(kills: list[dict[str, Any]]) -> dict[str, Any] | None:
@@ -323,16 +324,12 @@ def load_report(path: Path) -> dict[str, Any]:
     """Read a probe report written by ``advisor probe --out``; a clear :class:`ProbeError` otherwise."""
     path = Path(path)
     hint = f"write one with: advisor probe --run CMD --verify CMD --out {path}"
-    try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise ProbeError(f"{path}: no such probe report; {hint}") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ProbeError(f"{path}: cannot read the probe report ({getattr(exc, 'strerror', None) or exc}).") from None
-    try:
-        data = json.loads(text)
-    except ValueError as exc:
-        raise ProbeError(f"{path}: not valid JSON ({exc}); is it a report from `advisor probe --out`?") from None
+    if not path.exists():
+        raise ProbeError(f"{path}: no such probe report; {hint}")
+    try:  # bounded size and nesting, strict UTF-8 (advisor/safe_read.py)
+        data = load_json(path, "probe report")
+    except InputError as exc:
+        raise ProbeError(f"{exc} Is it a report from `advisor probe --out`?") from None
     if not isinstance(data, dict) or data.get("kind") != KIND:
         raise ProbeError(f"{path}: not an advisor probe report (no \"kind\": \"{KIND}\"); {hint}")
     if data.get("format") != FORMAT:
@@ -342,4 +339,4 @@ def load_report(path: Path) -> dict[str, Any]:
         missing = ["options.run"]
     if missing:
         raise ProbeError(f"{path}: incomplete probe report (missing {', '.join(missing)}); {hint}")
-    return data
+    return redact_all(data)  # type: ignore[no-any-return]

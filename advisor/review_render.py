@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 
 from advisor.catalog import Catalog, Pitfall
 from advisor.engine import Ranked
+from advisor.redact import redact
 from advisor.review_plan import depends_on_unanswered, ids, numbers, unanswered_conditions
 
 if TYPE_CHECKING:
@@ -243,4 +244,4 @@ def render(
     out += [f"- Note: {clean(n)}" for n in rec.notes]
     out += [f"- Watch: **{p.title}** — {clean(rec.fix(p))}" for p in _watch(r)]
     out.append(f"- Every pitfall of {s.name}, with its fix: `advisor explain {s.id}`.")
-    return "\n".join(out) + "\n"
+    return redact("\n".join(out) + "\n")  # the team's context may quote a URL with its password

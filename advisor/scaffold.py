@@ -10,7 +10,6 @@ thing. Every user-facing failure is a :class:`ScaffoldError` or
 
 from __future__ import annotations
 
-import json
 import os
 import re
 import shutil
@@ -25,8 +24,10 @@ from typing import Any
 
 import yaml
 
-from advisor.errors import DrillError, ScaffoldError
+from advisor.errors import DrillError, InputError, ScaffoldError
 from advisor.paths import templates_dir
+from advisor.redact import redact_all
+from advisor.safe_read import load_yaml, parse_json
 
 _TYPES: dict[str, type] = {"str": str, "int": int, "float": float, "bool": bool}
 
@@ -273,10 +274,9 @@ def preview(strategy: str, answers: Mapping[str, object] | None = None) -> list[
 
 def _package_of(dest: Path) -> str:
     answers_file = Path(dest) / ".copier-answers.yml"
-    try:
-        answers = yaml.safe_load(answers_file.read_text(encoding="utf-8")) or {}
-    except (OSError, yaml.YAMLError):
-        raise DrillError(f"{dest} is not a generated project (no readable .copier-answers.yml)") from None
+    if not answers_file.is_file():
+        raise DrillError(f"{dest} is not a generated project (no .copier-answers.yml)")
+    answers = load_yaml(answers_file, "template answers file") or {}
     package = answers.get("package_name") if isinstance(answers, dict) else None
     if not isinstance(package, str) or not (Path(dest) / "src" / package).is_dir():
         raise DrillError(f"{dest}: .copier-answers.yml names no package under src/")
@@ -320,10 +320,11 @@ def drill_events(
             if not line:
                 continue
             try:
-                event = json.loads(line)
-            except ValueError:
-                continue  # not an event (a stray print); the report decides
+                event = parse_json(line, f"the drill of {dest}", "drill event")
+            except InputError:
+                continue  # not an event (a stray print, a line nested too deep); the report decides
             if isinstance(event, dict):
+                event = redact_all(event)  # a generated project redacts its own; an edited one may not
                 if event.get("event") == "report":
                     report = event
                 yield event

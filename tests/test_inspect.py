@@ -22,7 +22,8 @@ import pytest
 
 from advisor.cli import main
 from advisor.inspect import inspect_dir, recognize, render_text
-from advisor.inspect_sources import InspectError, iter_files, open_sqlite_readonly, redact
+from advisor.inspect_sources import InspectError, iter_files, open_sqlite_readonly
+from advisor.redact import redact
 from advisor.paths import templates_dir
 
 SCHEMAS = templates_dir() / "includes" / "schema"

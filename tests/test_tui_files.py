@@ -50,6 +50,8 @@ def test_loading_an_answers_file_shows_its_recommendation(catalog: Catalog, tmp_
         ("colour: blue\n", "colour"),  # an unknown question id
         ("work_shape: [unclosed\n", "job.yml"),  # not YAML at all
         (None, "job.yml"),  # no such file
+        ("a:\n" + "".join("  " * i + "- \n" for i in range(1, 300)), "nested more than"),  # too deep
+        ("a: &a [x, x]\nb: [*a, *a]\n", "aliases"),  # the start of a billion laughs
     ],
 )
 def test_a_bad_answers_file_is_a_message_and_changes_nothing(

@@ -43,6 +43,7 @@ from .durability import PROBE_ENV, Probe, collect
 from .errors import JobError
 from .external import EXTERNAL_DB, ExternalService, a_redone_call, applied_effects, verify
 from .job import demo_records
+from .safe_read import read_json
 from .store import STATE_DB
 from .strategy import Context
 
@@ -293,7 +294,7 @@ class Drill:
         if code != 0:
             lines = (data_dir / f"drill-oracle-{name}.log").read_text(errors="replace").strip().splitlines()
             raise _OracleFailed(f"the oracle exited with code {code}: {lines[-1] if lines else 'no output'}")
-        result: dict[str, Any] = json.loads((data_dir / f"drill-oracle-{name}.json").read_text(encoding="utf-8"))
+        result: dict[str, Any] = read_json(data_dir / f"drill-oracle-{name}.json", "oracle report")
         return result
 
     def _judge(self, ctx: Context, data_dir: Path, report: dict[str, Any], expected: set[tuple[str, str]],

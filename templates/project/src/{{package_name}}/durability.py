@@ -33,6 +33,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from .errors import CorruptStateError
+from .safe_read import read_json
 from .settings import ENV_PREFIX
 
 #: Set by the drill for its workers: the directory the probe reports into.
@@ -233,8 +235,8 @@ def collect(report_dir: Path) -> dict[str, Any]:
                               "violations": []}
     for path in sorted(report_dir.glob("*.json")):
         try:
-            doc = json.loads(path.read_text(encoding="utf-8"))
-        except (OSError, ValueError):
+            doc = read_json(path, "durability report")  # bounded (safe_read.py)
+        except CorruptStateError:
             continue  # a report cut short by the kill itself: the next write would have replaced it
         merged["processes"] += 1
         for kind in ("sqlite", "postgresql"):

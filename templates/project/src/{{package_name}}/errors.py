@@ -3,7 +3,16 @@
 Anything raised as a :class:`JobError` is printed as one line on stderr and the
 command exits with code 2 (bad input, missing or locked database, a checkpoint
 that cannot be recovered). Any other exception is a bug and keeps its traceback.
+
+:func:`redact` keeps passwords out of every message, log line and report: the
+state store's URL (``postgresql://bob:***@db/app``), a broker's (``amqps://``)
+and a key/value DSN's ``password=***``.
 """
+
+import re
+
+_USERINFO = re.compile(r"(?i)\b([a-z][a-z0-9+.-]*://[^\s:/@'\"]*:)[^\s/'\"]*@")
+_KEYVALUE = re.compile(r"(?i)\b(password|passwd|pwd)(\s*=\s*)('[^']*'|\"[^\"]*\"|[^\s&;,'\"]*)")
 
 EXIT_OK = 0
 EXIT_USAGE = 2
@@ -11,8 +20,18 @@ EXIT_USAGE = 2
 EXIT_GRACE_EXPIRED = 3
 
 
+def redact(text: str) -> str:
+    """``text`` with the password of every URL (``scheme://user:PASSWORD@``) and every
+    ``password=`` setting replaced by ``***``."""
+    text = _USERINFO.sub(r"\1***@", text)
+    return _KEYVALUE.sub(r"\1\2***", text)
+
+
 class JobError(Exception):
-    """Base of every user-facing error: say what, why and how to fix it."""
+    """Base of every user-facing error: say what, why and how to fix it (never a password)."""
+
+    def __init__(self, *args: object) -> None:
+        super().__init__(*(redact(a) if isinstance(a, str) else a for a in args))
 
 
 class StoreError(JobError):

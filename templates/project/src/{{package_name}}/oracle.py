@@ -27,6 +27,9 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
+from .errors import JobError
+from .safe_read import read_json
+
 
 def shift_clock(seconds: float) -> None:
     """Move this process's wall clock: a result that depends on the time then differs
@@ -112,9 +115,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--clock-shift-s", type=float, default=0.0, help="move this process's wall clock")
     args = p.parse_args(argv)
     try:
-        records = json.loads(args.input.read_text(encoding="utf-8"))
-    except (OSError, ValueError) as exc:
-        print(f"error: --input {args.input}: {exc}", file=sys.stderr)
+        records = read_json(args.input, "oracle input", error=JobError)  # bounded (safe_read.py)
+    except JobError as exc:
+        print(f"error: --input {exc}", file=sys.stderr)
         return 2
     if not isinstance(records, list) or not all(isinstance(r, dict) and "record_id" in r for r in records):
         print(f"error: --input {args.input}: expected a JSON list of objects with a 'record_id'", file=sys.stderr)

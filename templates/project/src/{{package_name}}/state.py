@@ -16,6 +16,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from .errors import CorruptStateError, StateVersionError
+from .safe_read import MAX_STATE_BYTES, loads_json
 
 Upgrade = Callable[[dict[str, Any]], dict[str, Any]]
 
@@ -34,10 +35,9 @@ class StateCodec:
         return json.dumps(doc, sort_keys=True, separators=(",", ":"))
 
     def loads(self, text: str | bytes) -> dict[str, Any]:
-        try:
-            doc = json.loads(text)
-        except (ValueError, UnicodeDecodeError) as exc:
-            raise CorruptStateError(f"{self.kind} state is not valid JSON: {exc}") from None
+        if len(text) > MAX_STATE_BYTES:
+            raise CorruptStateError(f"{self.kind} state is over {MAX_STATE_BYTES >> 20} MiB")
+        doc = loads_json(text, f"{self.kind} state", f"{self.kind} state document")  # bounded depth
         if not isinstance(doc, dict) or doc.get("kind") != self.kind or not isinstance(doc.get("data"), dict):
             raise CorruptStateError(f"not a {self.kind!r} state document")
         version = doc.get("version")

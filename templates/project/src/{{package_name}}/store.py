@@ -26,7 +26,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from .errors import StoreError
+from .errors import StoreError, redact
 from .settings import Settings
 
 STATE_DB = "state.db"
@@ -50,7 +50,8 @@ class Store:
     """A thin wrapper over one DB-API connection: ``?`` SQL, dict rows, explicit transactions."""
 
     def __init__(self, conn: Any, dialect: str, where: str) -> None:
-        self.conn, self.dialect, self.where = conn, dialect, where
+        # ``where`` is printed in messages and reports: never with the URL's password.
+        self.conn, self.dialect, self.where = conn, dialect, redact(where)
 
     def _sql(self, sql: str) -> str:
         return sql.replace("?", "%s") if self.dialect == "postgresql" else sql
@@ -134,7 +135,9 @@ def connect(data_dir: Path, settings: Settings, *, create: bool = False) -> Stor
         try:
             conn = psycopg.connect(url, autocommit=True)
         except psycopg.Error as exc:
-            raise StoreError(f"cannot connect to {url}: {exc}") from None
+            # The URL goes to libpq unchanged (sslmode=verify-full, sslrootcert=... included);
+            # the message shows it without its password, the driver's text on one line.
+            raise StoreError(f"cannot connect to {redact(url)}: {' '.join(str(exc).split())}") from None
         store = Store(conn, "postgresql", url)
         _tell_probe(store)
         return store
