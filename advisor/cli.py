@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import shlex
 import sys
 import textwrap
@@ -510,13 +511,19 @@ def main(argv: Sequence[str] | None = None) -> int:
     _catalog_dir = Path(args.catalog) if args.catalog else None
     handler: Handler = getattr(args, "handler", cmd_tui)
     try:
-        return handler(args)
+        code = handler(args)
+        sys.stdout.flush()  # here, not at exit, so that a reader gone early is caught below
+        return code
     except AdvisorError as exc:
         print(f"advisor: error: {exc}", file=sys.stderr)
         return EXIT_USAGE
     except KeyboardInterrupt:
         return 130
-    except BrokenPipeError:  # `advisor questions | head`
+    except BrokenPipeError:  # `advisor questions | head`: the reader has what it wanted
+        # Python's own flush at exit would report the broken pipe again: stdout goes to /dev/null.
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
         return 0
 
 

@@ -215,3 +215,22 @@ def test_console_script_and_light_imports():
     exe = Path(sys.executable).with_name("advisor")
     done = subprocess.run([str(exe), "explain", "nope"], capture_output=True, text=True, timeout=60)
     assert done.returncode == 2 and "Traceback" not in done.stderr
+
+
+def to_a_closed_pipe(argv: list[str], **kwargs) -> subprocess.CompletedProcess[str]:
+    """Run with stdout a pipe whose reader has already gone (what `| head -2` ends up as)."""
+    import os
+
+    read, write = os.pipe()
+    os.close(read)
+    try:
+        return subprocess.run(argv, stdout=write, stderr=subprocess.PIPE, text=True, timeout=60, **kwargs)
+    finally:
+        os.close(write)
+
+
+@pytest.mark.parametrize("command", [["questions"], ["strategies"], ["explain", "checkpoint"],
+                                     ["recommend", "--set", "duration=hours"]])
+def test_a_reader_that_goes_away_ends_quietly(command):
+    result = to_a_closed_pipe([sys.executable, "-m", "advisor", *command])
+    assert result.stderr == "" and result.returncode == 0, result.stderr

@@ -251,3 +251,17 @@ def test_scaffold_import_does_not_import_copier() -> None:
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])})
     assert out.stdout.strip() == "False", out.stderr
+
+
+def test_generated_status_piped_into_head_ends_quietly(tmp_path: Path) -> None:
+    """`python -m <pkg> status | head -2` ends without a BrokenPipeError traceback."""
+    from test_cli import to_a_closed_pipe
+
+    generated = scaffold.generate("checkpoint", tmp_path / "pipe-job")
+    env = {**os.environ, "PYTHONPATH": str(generated.dest / "src")}
+    submit = subprocess.run([sys.executable, "-m", generated.package, "submit-demo", "--records", "50"],
+                            cwd=generated.dest, env=env, capture_output=True, text=True, timeout=60)
+    assert submit.returncode == 0, submit.stderr
+    for command in (["status"], ["status", "--json"], ["--help"]):
+        result = to_a_closed_pipe([sys.executable, "-m", generated.package, *command], cwd=generated.dest, env=env)
+        assert result.stderr == "" and result.returncode == 0, (command, result.stderr)
