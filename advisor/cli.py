@@ -310,9 +310,8 @@ def cmd_generate(args: argparse.Namespace) -> int:
     generated = scaffold.generate(args.strategy, Path(args.dest), data, force=args.force)
     print(f"generated {args.strategy} project in {generated.dest} ({len(generated.files)} files)")
     print("next:")
-    print(f"  cd {generated.dest}")
-    print(f"  python -m {generated.package} submit-demo --records 2000 && python -m {generated.package} run")
-    print(f"  python -m {generated.package} drill --records 2000 --kills 10 --seed 1")
+    for line in scaffold.next_commands(generated.package, args.dest):
+        print(f"  {line}")
     return 0
 
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import shlex
 import shutil
 import subprocess
 import sys
@@ -107,7 +108,7 @@ def template_questions(strategy: str | None = None) -> list[TemplateQuestion]:
 
 def _asked_for(strategy: str) -> set[str]:
     """Question ids whose ``when`` holds for ``strategy`` with every other answer at its default."""
-    env, context, asked = _jinja_env(), dict[str, object](), set[str]()
+    env, context, asked = _jinja_env(), _context(None), set[str]()
     for qid, spec in _raw_questions().items():
         kind = str(spec.get("type", "str"))
         value = strategy if qid == "strategy" else _coerce(qid, kind, _render(env, spec.get("default"), context))
@@ -173,7 +174,12 @@ def _coerce(qid: str, kind: str, value: object) -> object:
     raise ScaffoldError(f"template answer {qid}={value!r}: expected a {kind}")
 
 
-def validate_answers(strategy: str, answers: Mapping[str, object]) -> dict[str, object]:
+def _context(dest: Path | None) -> dict[str, object]:
+    """What Copier offers every default before the first answer: ``_folder_name``, the destination's name."""
+    return {"_folder_name": Path(dest).resolve().name if dest is not None else ""}
+
+
+def validate_answers(strategy: str, answers: Mapping[str, object], dest: Path | None = None) -> dict[str, object]:
     """Check answers against the template without running Copier.
 
     Unknown keys, wrong types, values outside the choices, a strategy that is not
@@ -202,7 +208,7 @@ def validate_answers(strategy: str, answers: Mapping[str, object]) -> dict[str, 
         if qid != "strategy":
             given[qid] = _coerce(qid, str(asked[qid].get("type", "str")), value)
     # Walk the questions in order like Copier: defaults chain from earlier answers.
-    env, context = _jinja_env(), dict[str, object]()
+    env, context = _jinja_env(), _context(dest)
     for qid, spec in raw.items():
         kind = str(spec.get("type", "str"))
         if qid in given:
@@ -231,8 +237,8 @@ def generate(
     strategy: str, dest: Path, answers: Mapping[str, object] | None = None, *, force: bool = False
 ) -> Generated:
     """Render the template into ``dest`` with Copier (validators run); nothing is left on failure."""
-    data = validate_answers(strategy, answers or {})
     dest = Path(dest)
+    data = validate_answers(strategy, answers or {}, dest)
     if dest.exists() and not dest.is_dir():
         raise ScaffoldError(f"destination {dest} exists and is not a directory")
     existed = dest.exists()
@@ -265,10 +271,29 @@ def _remove_contents(dest: Path, *, remove_dir: bool) -> None:
         shutil.rmtree(child, ignore_errors=True) if child.is_dir() else child.unlink(missing_ok=True)
 
 
-def preview(strategy: str, answers: Mapping[str, object] | None = None) -> list[str]:
-    """Relative paths the generation would write (rendered into a temporary directory)."""
+def preview(strategy: str, answers: Mapping[str, object] | None = None, dest: Path | None = None) -> list[str]:
+    """Relative paths the generation into ``dest`` would write (rendered into a temporary directory
+    of the same name: without a project name, the package is named after it)."""
     with tempfile.TemporaryDirectory(prefix="advisor-preview-") as tmp:
-        return list(generate(strategy, Path(tmp) / "project", answers).files)
+        name = Path(dest).resolve().name if dest is not None else "continuity-job"
+        return list(generate(strategy, Path(tmp) / name, answers).files)
+
+
+def next_commands(package: str, shown_dest: str) -> list[str]:
+    """What to type after generating, in a fresh shell, each with what it does (shell comments).
+
+    ``make setup`` makes ``.venv`` (the project and its dependencies, from PyPI); activating it
+    puts that ``python`` first on PATH for the rest of the shell session.
+    """
+    pkg = f"python -m {package}"
+    return [
+        f"cd {shlex.quote(shown_dest)}",
+        "make setup                 # .venv: the project and its dependencies (from PyPI)",
+        ". .venv/bin/activate       # this shell's python is now the project's",
+        f"{pkg} submit-demo --records 2000 && {pkg} run",
+        f"{pkg} drill --records 2000 --kills 10 --seed 1   # kill -9 at random moments, then verify",
+        "make test                  # its own tests, the drills included",
+    ]
 
 
 def _package_of(dest: Path) -> str:

@@ -36,17 +36,17 @@ def answers_of(dest: Path) -> dict:
 
 # ---- the plain Copier CLI -------------------------------------------------------
 def test_plain_copier_cli_renders_the_checkpoint_project(tmp_path: Path) -> None:
-    dest = tmp_path / "job"
+    dest = tmp_path / "nightly-sync"  # no project name given: the folder's name is the project's
     result = copier_cli("copy", str(templates_dir()), str(dest), "--data", "strategy=checkpoint", "--defaults")
     assert result.returncode == 0, result.stderr
-    pkg = dest / "src" / "continuity_job"
+    pkg = dest / "src" / "nightly_sync"
     for name in SHARED_RUNTIME + ["checkpoint.py", "schema.sql"]:
         assert (pkg / name).is_file(), name
     assert not (pkg / "checkpoint_file.py").exists()
     for name in ("pyproject.toml", "README.md", "Makefile", "tests/test_drill.py", "tests/test_checkpoint.py"):
         assert (dest / name).is_file(), name
     answers = answers_of(dest)
-    assert answers["strategy"] == "checkpoint" and answers["package_name"] == "continuity_job"
+    assert answers["strategy"] == "checkpoint" and answers["package_name"] == "nightly_sync"
     assert answers["checkpoint_store"] == "table" and "runtime_module" not in answers
     schema = (pkg / "schema.sql").read_text()
     assert "processed_offset" in schema and "INSERT INTO schema_version (version) VALUES (2)" in schema
@@ -180,7 +180,7 @@ def test_unsupported_strategies_say_not_yet_generated(tmp_path: Path) -> None:
 
 def test_copier_validators_are_the_last_line_of_defence(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Even when the pre-check is bypassed, Copier's own validator refuses, by question id."""
-    monkeypatch.setattr(scaffold, "validate_answers", lambda strategy, answers: {**answers, "strategy": strategy})
+    monkeypatch.setattr(scaffold, "validate_answers", lambda strategy, answers, dest=None: {**answers, "strategy": strategy})
     dest = tmp_path / "empty"
     dest.mkdir()
     with pytest.raises(ScaffoldError, match="package_name"):
@@ -199,7 +199,7 @@ def test_generate_refuses_a_non_empty_destination(tmp_path: Path) -> None:
         scaffold.generate("checkpoint", dest)
     assert sorted(p.name for p in dest.iterdir()) == ["notes.txt"]
     generated = scaffold.generate("checkpoint", dest, force=True)
-    assert (dest / "notes.txt").read_text() == "mine" and "src/continuity_job/cli.py" in generated.files
+    assert (dest / "notes.txt").read_text() == "mine" and "src/occupied/cli.py" in generated.files
 
 
 def test_generate_refuses_a_file_as_destination(tmp_path: Path) -> None:
