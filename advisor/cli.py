@@ -309,6 +309,12 @@ def cmd_generate(args: argparse.Namespace) -> int:
         data[key.strip()] = yaml.safe_load(value) if value.strip() else ""
     generated = scaffold.generate(args.strategy, Path(args.dest), data, force=args.force)
     print(f"generated {args.strategy} project in {generated.dest} ({len(generated.files)} files)")
+    if generated.removed:
+        print(_bullet(f"removed, the earlier variant's files this one does not have: {', '.join(generated.removed)}",
+                      "", ""))
+    if generated.kept:
+        shown = ", ".join(generated.kept[:8]) + (f" and {len(generated.kept) - 8} more" if len(generated.kept) > 8 else "")
+        print(_bullet(f"kept, not the template's: {shown}", "", ""))
     print("next:")
     for line in scaffold.next_commands(generated.package, args.dest):
         print(f"  {line}")
@@ -464,7 +470,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("dest", metavar="DEST")
     p.add_argument("--answers", metavar="FILE", help="YAML file of template answers (see docs/generated-project.md)")
     p.add_argument("--set", metavar="KEY=VALUE", action="append", help="one template answer (repeatable)")
-    p.add_argument("--force", action="store_true", help="generate into a non-empty DEST")
+    p.add_argument("--force", action="store_true",
+                   help="generate into a non-empty DEST: the template's files are replaced, an earlier generated"
+                        " variant's files this one lacks are removed, every other file (data/, yours) is kept")
 
     p = add("drill", cmd_drill, "crash-drill a generated project: random kills, then verify",
             "advisor drill ./nightly-sync --records 2000 --kills 10 --seed 1")  # fmt: skip

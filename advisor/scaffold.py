@@ -46,6 +46,11 @@ class Generated:
     dest: Path
     package: str
     files: tuple[str, ...]
+    #: With ``force`` over an earlier generated project: the earlier variant's files the new one
+    #: does not have, deleted (``checkpoint_file.py`` when a file-variant project becomes a table one).
+    removed: tuple[str, ...] = ()
+    #: Files in ``dest`` that are not the template's (``data/``, ``.venv/``, the user's own), left alone.
+    kept: tuple[str, ...] = ()
 
 
 # ------------------------------------------------------------------ questions
@@ -245,20 +250,85 @@ def generate(
     if existed and not _is_empty_dir(dest) and not force:
         raise ScaffoldError(f"destination {dest} is not empty; choose a new directory or pass --force to overwrite")
     start_empty = not existed or _is_empty_dir(dest)
+    # Over an earlier generated project: what its variant wrote, to delete what the new one will not.
+    previous = _previous_files(dest) if force and not start_empty else None
     from copier import run_copy  # imported here: CLI start-up time matters
 
+    removed: tuple[str, ...] = ()
+    kept: tuple[str, ...] = ()
     try:
-        run_copy(
-            str(templates_dir()), str(dest), data=dict(data), defaults=True, unsafe=False,
-            quiet=True, overwrite=force,
-        )
+        if start_empty:
+            run_copy(str(templates_dir()), str(dest), data=dict(data), defaults=True, unsafe=False, quiet=True)
+        else:
+            # Rendered apart, then copied over: Copier would take the answers recorded in dest as
+            # defaults (the earlier variant again); what was asked for here is a fresh project.
+            with tempfile.TemporaryDirectory(prefix="advisor-generate-") as tmp:
+                fresh = Path(tmp) / dest.resolve().name
+                run_copy(str(templates_dir()), str(fresh), data=dict(data), defaults=True, unsafe=False, quiet=True)
+                ours = {p.relative_to(fresh).as_posix() for p in fresh.rglob("*") if p.is_file()}
+                shutil.copytree(fresh, dest, dirs_exist_ok=True)
+            removed = _remove_stale(dest, sorted((previous or set()) - ours))
+            kept = _not_the_templates(dest, ours)
     except Exception as exc:  # Copier's errors: validation (ValueError), UserMessageError, ...
         if start_empty:
             _remove_contents(dest, remove_dir=not existed)
         message = " ".join(str(exc).split()) or type(exc).__name__
         raise ScaffoldError(f"cannot generate {strategy} project in {dest}: {message}") from None
     files = tuple(sorted(p.relative_to(dest).as_posix() for p in dest.rglob("*") if p.is_file()))
-    return Generated(dest=dest, package=_package_of(dest), files=files)
+    return Generated(dest=dest, package=_package_of(dest), files=files, removed=removed, kept=kept)
+
+
+def _previous_files(dest: Path) -> set[str] | None:
+    """The files the template wrote for the project already in ``dest`` (its recorded answers,
+    rendered again); None when ``dest`` holds no generated project or its answers no longer render."""
+    try:
+        recorded = yaml.safe_load((dest / ".copier-answers.yml").read_text(encoding="utf-8"))
+    except (OSError, yaml.YAMLError):
+        return None
+    if not isinstance(recorded, dict) or not isinstance(recorded.get("strategy"), str):
+        return None
+    answers = {k: v for k, v in recorded.items() if not str(k).startswith("_") and k != "strategy"}
+    try:
+        return set(preview(recorded["strategy"], answers, dest))
+    except (ScaffoldError, DrillError):
+        return None
+
+
+def _remove_stale(dest: Path, stale: list[str]) -> tuple[str, ...]:
+    """Delete the earlier variant's files (and their bytecode), then the folders they leave empty."""
+    removed = []
+    for rel in stale:
+        path = dest / rel
+        if not path.is_file():
+            continue
+        path.unlink()
+        removed.append(rel)
+        for pyc in (path.parent / "__pycache__").glob(f"{path.stem}.*.pyc"):
+            pyc.unlink(missing_ok=True)
+        folder = path.parent
+        while folder != dest and folder.is_dir():
+            cache = folder / "__pycache__"
+            if cache.is_dir() and not any(cache.iterdir()):
+                cache.rmdir()
+            if any(folder.iterdir()):
+                break
+            folder.rmdir()
+            folder = folder.parent
+    return tuple(removed)
+
+
+def _not_the_templates(dest: Path, ours: set[str]) -> tuple[str, ...]:
+    """Files in ``dest`` the template did not write, a folder holding none of its files as ``folder/``."""
+    template_dirs = {str(Path(f).parent) for f in ours}
+    shown: set[str] = set()
+    for path in dest.rglob("*"):
+        rel = path.relative_to(dest).as_posix()
+        if not path.is_file() or rel in ours or "__pycache__" in path.parts:
+            continue
+        top = rel.split("/", 1)[0]
+        shown.add(rel if top == rel or top in template_dirs or any(d.startswith(top + "/") for d in template_dirs)
+                  else top + "/")
+    return tuple(sorted(shown))
 
 
 def _remove_contents(dest: Path, *, remove_dir: bool) -> None:

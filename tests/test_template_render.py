@@ -265,3 +265,32 @@ def test_generated_status_piped_into_head_ends_quietly(tmp_path: Path) -> None:
     for command in (["status"], ["status", "--json"], ["--help"]):
         result = to_a_closed_pipe([sys.executable, "-m", generated.package, *command], cwd=generated.dest, env=env)
         assert result.stderr == "" and result.returncode == 0, (command, result.stderr)
+
+
+@pytest.mark.parametrize("first, then, gone", [
+    # the file variant becomes the table variant: no checkpoint_file.py beside checkpoint.py
+    (("checkpoint", {"checkpoint_store": "file"}), ("checkpoint", {}),
+     ["src/swap_job/checkpoint_file.py", "tests/test_checkpoint_file.py"]),
+    # another strategy, another package name: the old package goes entirely
+    (("idempotent-retry", {"project_name": "Old Name"}), ("event-sourcing", {}),
+     ["src/old_name/idempotent_retry.py", "src/old_name/cli.py", "tests/test_idempotent_retry.py"]),
+])
+def test_force_over_another_variant_leaves_none_of_its_files(tmp_path: Path, first, then, gone) -> None:
+    dest = tmp_path / "swap-job"
+    scaffold.generate(first[0], dest, first[1])
+    (dest / "data").mkdir()
+    (dest / "data" / "state.db").write_text("the user's data")
+    (dest / "notes.txt").write_text("mine")
+    generated = scaffold.generate(then[0], dest, then[1], force=True)
+    for rel in gone:
+        assert not (dest / rel).exists() and rel in generated.removed, rel
+    assert set(generated.files) == set(scaffold.preview(then[0], then[1], dest)) | {"data/state.db", "notes.txt"}
+    assert (dest / "data" / "state.db").read_text() == "the user's data" and (dest / "notes.txt").is_file()
+    assert generated.kept == ("data/", "notes.txt")
+    if first[1].get("project_name"):
+        assert not (dest / "src" / "old_name").exists()
+    # and it still works: the new project's CLI answers
+    env = {**os.environ, "PYTHONPATH": str(dest / "src")}
+    helped = subprocess.run([sys.executable, "-m", generated.package, "--help"], cwd=dest, env=env,
+                            capture_output=True, text=True, timeout=60)
+    assert helped.returncode == 0, helped.stderr
