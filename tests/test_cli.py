@@ -234,3 +234,13 @@ def to_a_closed_pipe(argv: list[str], **kwargs) -> subprocess.CompletedProcess[s
 def test_a_reader_that_goes_away_ends_quietly(command):
     result = to_a_closed_pipe([sys.executable, "-m", "advisor", *command])
     assert result.stderr == "" and result.returncode == 0, result.stderr
+
+
+def test_no_answers_match_no_typical_case(capsys):
+    """With nothing answered, nothing 'matches': no typical case is claimed (CLI text, JSON, TUI caption)."""
+    code, out, _ = run(capsys, "recommend")
+    assert code == 0 and "Typical case" not in out
+    code, out, _ = run(capsys, "recommend", "--json")
+    assert json.loads(out)["scenario"] is None
+    code, out, _ = run(capsys, "recommend", "--set", "duration=hours", "--set", "work_shape=record_batch")
+    assert "Typical case: Long batch job" in out  # an answer that agrees with the row: it is claimed
