@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import shlex
 import sys
 import textwrap
@@ -309,10 +310,15 @@ def cmd_generate(args: argparse.Namespace) -> int:
         data[key.strip()] = yaml.safe_load(value) if value.strip() else ""
     generated = scaffold.generate(args.strategy, Path(args.dest), data, force=args.force)
     print(f"generated {args.strategy} project in {generated.dest} ({len(generated.files)} files)")
+    if generated.removed:
+        print(_bullet(f"removed, the earlier variant's files this one does not have: {', '.join(generated.removed)}",
+                      "", ""))
+    if generated.kept:
+        shown = ", ".join(generated.kept[:8]) + (f" and {len(generated.kept) - 8} more" if len(generated.kept) > 8 else "")
+        print(_bullet(f"kept, not the template's: {shown}", "", ""))
     print("next:")
-    print(f"  cd {generated.dest}")
-    print(f"  python -m {generated.package} submit-demo --records 2000 && python -m {generated.package} run")
-    print(f"  python -m {generated.package} drill --records 2000 --kills 10 --seed 1")
+    for line in scaffold.next_commands(generated.package, args.dest):
+        print(f"  {line}")
     return 0
 
 
@@ -480,7 +486,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("dest", metavar="DEST")
     p.add_argument("--answers", metavar="FILE", help="YAML file of template answers (see docs/generated-project.md)")
     p.add_argument("--set", metavar="KEY=VALUE", action="append", help="one template answer (repeatable)")
-    p.add_argument("--force", action="store_true", help="generate into a non-empty DEST")
+    p.add_argument("--force", action="store_true",
+                   help="generate into a non-empty DEST: the template's files are replaced, an earlier generated"
+                        " variant's files this one lacks are removed, every other file (data/, yours) is kept")
 
     p = add("drill", cmd_drill, "crash-drill a generated project: random kills, then verify",
             "advisor drill ./nightly-sync --records 2000 --kills 10 --seed 1")  # fmt: skip
@@ -531,13 +539,19 @@ def main(argv: Sequence[str] | None = None) -> int:
     _catalog_dir = Path(args.catalog) if args.catalog else None
     handler: Handler = getattr(args, "handler", cmd_tui)
     try:
-        return handler(args)
+        code = handler(args)
+        sys.stdout.flush()  # here, not at exit, so that a reader gone early is caught below
+        return code
     except AdvisorError as exc:
         print(f"advisor: error: {exc}", file=sys.stderr)
         return EXIT_USAGE
     except KeyboardInterrupt:
         return 130
-    except BrokenPipeError:  # `advisor questions | head`
+    except BrokenPipeError:  # `advisor questions | head`: the reader has what it wanted
+        # Python's own flush at exit would report the broken pipe again: stdout goes to /dev/null.
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
         return 0
 
 

@@ -377,9 +377,10 @@ def recommend(answers: Mapping[str, str], catalog: Catalog) -> Recommendation:
     top = ranking[0]
     why_not = {r.strategy.id: _why_not(model, r, top, answers) for r in ranking[1:]}
     notes = tuple(n.say for r in ranking[:2] for n in r.strategy.notes if n.holds(answers))
-    scenario = next(  # the typical case, unless an answer contradicts it
+    scenario = next(  # the typical case: an answer given agrees with it and none contradicts it
         (row for row in catalog.scenarios if row.strategy == top.strategy.id
-         and all(answers.get(q) in (None, v) for q, v in row.answers.items())),
+         and all(answers.get(q) in (None, v) for q, v in row.answers.items())
+         and any(answers.get(q) == v for q, v in row.answers.items())),
         None,
     )  # fmt: skip
 

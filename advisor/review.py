@@ -219,6 +219,19 @@ def decision_record(
     return render(r, catalog, title=title, date=date, probe=probe)
 
 
+def _umask() -> int:
+    """The process umask: read from /proc where it can be (setting it, even briefly, races threads)."""
+    try:
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith("Umask:"):
+                return int(line.split()[1], 8)
+    except (OSError, ValueError, IndexError):
+        pass
+    mask = os.umask(0o022)  # reading it means setting it; put it straight back
+    os.umask(mask)
+    return mask
+
+
 def write_text_safely(path: Path, text: str, *, force: bool = False) -> None:
     """Write atomically (temp file + rename); never overwrite without ``force``; nothing half-written."""
     path = Path(path)
@@ -234,6 +247,9 @@ def write_text_safely(path: Path, text: str, *, force: bool = False) -> None:
     except OSError as exc:
         raise AdvisorError(f"{path}: cannot write here ({exc.strerror or exc}).") from None
     try:
+        # mkstemp creates 0600; a decision record is meant to be shared and committed, so it
+        # gets the mode any new file gets here (0644 under the usual umask 022).
+        os.fchmod(fd, 0o666 & ~_umask())
         with os.fdopen(fd, "w", encoding="utf-8") as fh:
             fh.write(text)
         os.replace(tmp, path)

@@ -204,7 +204,7 @@ def verification_plan(
         steps.append(
             "Prove the mechanism on the generated reference first:"
             f" `advisor generate {target.id} ./{_slug()}{options}`, then"
-            f" `cd {_slug()} && PYTHONPATH=src python -m {pkg} drill {flags}` — accept only `lost = 0` and"
+            f" `cd {_slug()} && make setup && .venv/bin/python -m {pkg} drill {flags}` — accept only `lost = 0` and"
             " `duplicate_effects = 0`."
         )
     else:

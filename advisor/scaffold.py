@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import os
 import re
+import shlex
 import shutil
 import subprocess
 import sys
@@ -46,6 +47,11 @@ class Generated:
     dest: Path
     package: str
     files: tuple[str, ...]
+    #: With ``force`` over an earlier generated project: the earlier variant's files the new one
+    #: does not have, deleted (``checkpoint_file.py`` when a file-variant project becomes a table one).
+    removed: tuple[str, ...] = ()
+    #: Files in ``dest`` that are not the template's (``data/``, ``.venv/``, the user's own), left alone.
+    kept: tuple[str, ...] = ()
 
 
 # ------------------------------------------------------------------ questions
@@ -108,7 +114,7 @@ def template_questions(strategy: str | None = None) -> list[TemplateQuestion]:
 
 def _asked_for(strategy: str) -> set[str]:
     """Question ids whose ``when`` holds for ``strategy`` with every other answer at its default."""
-    env, context, asked = _jinja_env(), dict[str, object](), set[str]()
+    env, context, asked = _jinja_env(), _context(None), set[str]()
     for qid, spec in _raw_questions().items():
         kind = str(spec.get("type", "str"))
         value = strategy if qid == "strategy" else _coerce(qid, kind, _render(env, spec.get("default"), context))
@@ -174,7 +180,12 @@ def _coerce(qid: str, kind: str, value: object) -> object:
     raise ScaffoldError(f"template answer {qid}={value!r}: expected a {kind}")
 
 
-def validate_answers(strategy: str, answers: Mapping[str, object]) -> dict[str, object]:
+def _context(dest: Path | None) -> dict[str, object]:
+    """What Copier offers every default before the first answer: ``_folder_name``, the destination's name."""
+    return {"_folder_name": Path(dest).resolve().name if dest is not None else ""}
+
+
+def validate_answers(strategy: str, answers: Mapping[str, object], dest: Path | None = None) -> dict[str, object]:
     """Check answers against the template without running Copier.
 
     Unknown keys, wrong types, values outside the choices, a strategy that is not
@@ -203,7 +214,7 @@ def validate_answers(strategy: str, answers: Mapping[str, object]) -> dict[str, 
         if qid != "strategy":
             given[qid] = _coerce(qid, str(asked[qid].get("type", "str")), value)
     # Walk the questions in order like Copier: defaults chain from earlier answers.
-    env, context = _jinja_env(), dict[str, object]()
+    env, context = _jinja_env(), _context(dest)
     for qid, spec in raw.items():
         kind = str(spec.get("type", "str"))
         if qid in given:
@@ -232,28 +243,93 @@ def generate(
     strategy: str, dest: Path, answers: Mapping[str, object] | None = None, *, force: bool = False
 ) -> Generated:
     """Render the template into ``dest`` with Copier (validators run); nothing is left on failure."""
-    data = validate_answers(strategy, answers or {})
     dest = Path(dest)
+    data = validate_answers(strategy, answers or {}, dest)
     if dest.exists() and not dest.is_dir():
         raise ScaffoldError(f"destination {dest} exists and is not a directory")
     existed = dest.exists()
     if existed and not _is_empty_dir(dest) and not force:
         raise ScaffoldError(f"destination {dest} is not empty; choose a new directory or pass --force to overwrite")
     start_empty = not existed or _is_empty_dir(dest)
+    # Over an earlier generated project: what its variant wrote, to delete what the new one will not.
+    previous = _previous_files(dest) if force and not start_empty else None
     from copier import run_copy  # imported here: CLI start-up time matters
 
+    removed: tuple[str, ...] = ()
+    kept: tuple[str, ...] = ()
     try:
-        run_copy(
-            str(templates_dir()), str(dest), data=dict(data), defaults=True, unsafe=False,
-            quiet=True, overwrite=force,
-        )
+        if start_empty:
+            run_copy(str(templates_dir()), str(dest), data=dict(data), defaults=True, unsafe=False, quiet=True)
+        else:
+            # Rendered apart, then copied over: Copier would take the answers recorded in dest as
+            # defaults (the earlier variant again); what was asked for here is a fresh project.
+            with tempfile.TemporaryDirectory(prefix="advisor-generate-") as tmp:
+                fresh = Path(tmp) / dest.resolve().name
+                run_copy(str(templates_dir()), str(fresh), data=dict(data), defaults=True, unsafe=False, quiet=True)
+                ours = {p.relative_to(fresh).as_posix() for p in fresh.rglob("*") if p.is_file()}
+                shutil.copytree(fresh, dest, dirs_exist_ok=True)
+            removed = _remove_stale(dest, sorted((previous or set()) - ours))
+            kept = _not_the_templates(dest, ours)
     except Exception as exc:  # Copier's errors: validation (ValueError), UserMessageError, ...
         if start_empty:
             _remove_contents(dest, remove_dir=not existed)
         message = " ".join(str(exc).split()) or type(exc).__name__
         raise ScaffoldError(f"cannot generate {strategy} project in {dest}: {message}") from None
     files = tuple(sorted(p.relative_to(dest).as_posix() for p in dest.rglob("*") if p.is_file()))
-    return Generated(dest=dest, package=_package_of(dest), files=files)
+    return Generated(dest=dest, package=_package_of(dest), files=files, removed=removed, kept=kept)
+
+
+def _previous_files(dest: Path) -> set[str] | None:
+    """The files the template wrote for the project already in ``dest`` (its recorded answers,
+    rendered again); None when ``dest`` holds no generated project or its answers no longer render."""
+    try:
+        recorded = yaml.safe_load((dest / ".copier-answers.yml").read_text(encoding="utf-8"))
+    except (OSError, yaml.YAMLError):
+        return None
+    if not isinstance(recorded, dict) or not isinstance(recorded.get("strategy"), str):
+        return None
+    answers = {k: v for k, v in recorded.items() if not str(k).startswith("_") and k != "strategy"}
+    try:
+        return set(preview(recorded["strategy"], answers, dest))
+    except (ScaffoldError, DrillError):
+        return None
+
+
+def _remove_stale(dest: Path, stale: list[str]) -> tuple[str, ...]:
+    """Delete the earlier variant's files (and their bytecode), then the folders they leave empty."""
+    removed = []
+    for rel in stale:
+        path = dest / rel
+        if not path.is_file():
+            continue
+        path.unlink()
+        removed.append(rel)
+        for pyc in (path.parent / "__pycache__").glob(f"{path.stem}.*.pyc"):
+            pyc.unlink(missing_ok=True)
+        folder = path.parent
+        while folder != dest and folder.is_dir():
+            cache = folder / "__pycache__"
+            if cache.is_dir() and not any(cache.iterdir()):
+                cache.rmdir()
+            if any(folder.iterdir()):
+                break
+            folder.rmdir()
+            folder = folder.parent
+    return tuple(removed)
+
+
+def _not_the_templates(dest: Path, ours: set[str]) -> tuple[str, ...]:
+    """Files in ``dest`` the template did not write, a folder holding none of its files as ``folder/``."""
+    template_dirs = {str(Path(f).parent) for f in ours}
+    shown: set[str] = set()
+    for path in dest.rglob("*"):
+        rel = path.relative_to(dest).as_posix()
+        if not path.is_file() or rel in ours or "__pycache__" in path.parts:
+            continue
+        top = rel.split("/", 1)[0]
+        shown.add(rel if top == rel or top in template_dirs or any(d.startswith(top + "/") for d in template_dirs)
+                  else top + "/")
+    return tuple(sorted(shown))
 
 
 def _remove_contents(dest: Path, *, remove_dir: bool) -> None:
@@ -266,10 +342,29 @@ def _remove_contents(dest: Path, *, remove_dir: bool) -> None:
         shutil.rmtree(child, ignore_errors=True) if child.is_dir() else child.unlink(missing_ok=True)
 
 
-def preview(strategy: str, answers: Mapping[str, object] | None = None) -> list[str]:
-    """Relative paths the generation would write (rendered into a temporary directory)."""
+def preview(strategy: str, answers: Mapping[str, object] | None = None, dest: Path | None = None) -> list[str]:
+    """Relative paths the generation into ``dest`` would write (rendered into a temporary directory
+    of the same name: without a project name, the package is named after it)."""
     with tempfile.TemporaryDirectory(prefix="advisor-preview-") as tmp:
-        return list(generate(strategy, Path(tmp) / "project", answers).files)
+        name = Path(dest).resolve().name if dest is not None else "continuity-job"
+        return list(generate(strategy, Path(tmp) / name, answers).files)
+
+
+def next_commands(package: str, shown_dest: str) -> list[str]:
+    """What to type after generating, in a fresh shell, each with what it does (shell comments).
+
+    ``make setup`` makes ``.venv`` (the project and its dependencies, from PyPI); activating it
+    puts that ``python`` first on PATH for the rest of the shell session.
+    """
+    pkg = f"python -m {package}"
+    return [
+        f"cd {shlex.quote(shown_dest)}",
+        "make setup                 # .venv: the project and its dependencies (from PyPI)",
+        ". .venv/bin/activate       # this shell's python is now the project's",
+        f"{pkg} submit-demo --records 2000 && {pkg} run",
+        f"{pkg} drill --records 2000 --kills 10 --seed 1   # kill -9 at random moments, then verify",
+        "make test                  # its own tests, the drills included",
+    ]
 
 
 def _package_of(dest: Path) -> str:

@@ -151,6 +151,15 @@ def service_label(durable: bool) -> str:
     return "service fsync on " if durable else "service fsync off"
 
 
+def _beside(value: float, wanted: str) -> str:
+    """``value`` with enough digits that a miss never reads as the target itself (0.4996, not 0.500)."""
+    target = float(wanted.split()[-1])
+    for digits in range(3, 10):
+        if round(value, digits) != round(target, digits):
+            return f"{value:.{digits}f}"
+    return repr(value)
+
+
 class Targets:
     """Every target a benchmark states: printed as ok/MISSED, and any miss makes it exit 1."""
 
@@ -165,7 +174,7 @@ class Targets:
 
     def _check(self, name: str, ok: bool, wanted: str, value: float) -> str:
         if not ok:
-            self.missed.append(f"{name}: {value:.3f}, target {wanted}")
+            self.missed.append(f"{name}: {_beside(value, wanted)}, target {wanted}")
         return f"target {wanted} {'ok' if ok else 'MISSED'}"
 
     def exit_code(self) -> int:

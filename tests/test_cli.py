@@ -4,6 +4,7 @@ real subprocesses where the console script or the import cost is the point."""
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -228,3 +229,53 @@ def test_drill_text_names_each_failed_check(capsys, monkeypatch, tmp_path):
     code, out, _ = run(capsys, "drill", str(tmp_path))
     assert code == 1
     assert "FAILED: final_state: task t1: saved count 100, the fold gives 500" in out.splitlines()
+
+
+def to_a_closed_pipe(argv: list[str], **kwargs) -> subprocess.CompletedProcess[str]:
+    """Run with stdout a pipe whose reader has already gone (what `| head -2` ends up as)."""
+    import os
+
+    read, write = os.pipe()
+    os.close(read)
+    try:
+        return subprocess.run(argv, stdout=write, stderr=subprocess.PIPE, text=True, timeout=60, **kwargs)
+    finally:
+        os.close(write)
+
+
+@pytest.mark.parametrize("command", [["questions"], ["strategies"], ["explain", "checkpoint"],
+                                     ["recommend", "--set", "duration=hours"]])
+def test_a_reader_that_goes_away_ends_quietly(command):
+    result = to_a_closed_pipe([sys.executable, "-m", "advisor", *command])
+    assert result.stderr == "" and result.returncode == 0, result.stderr
+
+
+def test_no_answers_match_no_typical_case(capsys):
+    """With nothing answered, nothing 'matches': no typical case is claimed (CLI text, JSON, TUI caption)."""
+    code, out, _ = run(capsys, "recommend")
+    assert code == 0 and "Typical case" not in out
+    code, out, _ = run(capsys, "recommend", "--json")
+    assert json.loads(out)["scenario"] is None
+    code, out, _ = run(capsys, "recommend", "--set", "duration=hours", "--set", "work_shape=record_batch")
+    assert "Typical case: Long batch job" in out  # an answer that agrees with the row: it is claimed
+
+
+def test_user_facing_text_cites_nothing_a_user_cannot_open(capsys, catalog):
+    """No internal document (the seed, its sections, shared/...) in anything the CLI prints."""
+    outputs = [run(capsys, "questions")[1], run(capsys, "questions", "--json")[1],
+               run(capsys, "recommend", "--set", "duration=hours")[1]]
+    for sid in catalog.strategy_ids:
+        outputs += [run(capsys, "explain", sid)[1], run(capsys, "explain", sid, "--json")[1]]
+    for out in outputs:
+        assert not re.search(r"§|\bseeds?\b.*\d{3}|shared/|SEEDS\.md|DESIGN\.md", out, re.I), out[:200]
+
+
+@pytest.mark.parametrize("answers", [{"duration": "hours"}, {"duration": "hours", "work_shape": "record_batch"},
+                                     {"work_shape": "unbounded_stream", "external_effects": "plain_api"}])
+def test_why_not_lines_are_sentences(catalog, answers):
+    from advisor.engine import recommend
+
+    for sid, lines in recommend(answers, catalog).why_not.items():
+        for line in lines:
+            assert not re.match(r"^\w+=\w+:", line), (sid, line)  # not `duration=hours: ...`
+            assert line[0].isupper() and line.rstrip().endswith((".", ")")), (sid, line)

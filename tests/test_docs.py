@@ -48,3 +48,19 @@ def test_every_strategy_has_a_section_in_the_generated_strategies_doc(catalog):
             assert "worker" in body.lower(), f"{sid}: say whether several workers are supported"
         else:
             assert "not generated yet" in body.lower(), f"{sid}: say that it is not generated yet"
+
+
+@pytest.mark.parametrize("value, target, shown", [
+    (0.4996, 0.5, "0.4996"),  # would round to the target at 3 digits and read as a false MISSED
+    (0.41, 0.5, "0.410"),     # a clear miss keeps 3 digits
+])
+def test_a_missed_benchmark_target_never_prints_as_the_target(value, target, shown):
+    import sys
+    from pathlib import Path
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
+    from generated import Targets
+
+    targets = Targets()
+    assert targets.at_least("ratio", value, target).endswith("MISSED")
+    assert targets.missed == [f"ratio: {shown}, target >= {target:g}"]

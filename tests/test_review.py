@@ -4,7 +4,9 @@ plan for this case, and the MADR sections — short, specific, and never citing 
 from __future__ import annotations
 
 import datetime as dt
+import os
 import re
+import stat
 
 import pytest
 
@@ -342,3 +344,24 @@ def test_records_over_the_answer_space(catalog):
         assert len(lines) == len(set(lines)), answers
     lengths.sort()
     assert lengths[len(lengths) * 9 // 10] <= 100 and lengths[-1] <= 110, lengths[-10:]
+
+
+@pytest.mark.parametrize(
+    "umask, mode",
+    [
+        (0o022, 0o644),  # the usual umask: a record to share and commit, readable by the team
+        (0o077, 0o600),  # a private umask is honoured, not widened
+    ],
+)
+def test_written_files_get_the_umask_mode_not_mkstemps_0600(tmp_path, umask, mode):
+    from advisor.cli import main
+
+    old = os.umask(umask)
+    try:
+        write_text_safely(tmp_path / "d.md", "one")
+        write_text_safely(tmp_path / "d.md", "two", force=True)  # an overwrite too
+        assert main(["review", "--set", "duration=hours", "--out", str(tmp_path / "decision.md")]) == 0
+    finally:
+        os.umask(old)
+    for name in ("d.md", "decision.md"):
+        assert stat.S_IMODE((tmp_path / name).stat().st_mode) == mode, name

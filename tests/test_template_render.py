@@ -36,17 +36,17 @@ def answers_of(dest: Path) -> dict:
 
 # ---- the plain Copier CLI -------------------------------------------------------
 def test_plain_copier_cli_renders_the_checkpoint_project(tmp_path: Path) -> None:
-    dest = tmp_path / "job"
+    dest = tmp_path / "nightly-sync"  # no project name given: the folder's name is the project's
     result = copier_cli("copy", str(templates_dir()), str(dest), "--data", "strategy=checkpoint", "--defaults")
     assert result.returncode == 0, result.stderr
-    pkg = dest / "src" / "continuity_job"
+    pkg = dest / "src" / "nightly_sync"
     for name in SHARED_RUNTIME + ["checkpoint.py", "schema.sql"]:
         assert (pkg / name).is_file(), name
     assert not (pkg / "checkpoint_file.py").exists()
     for name in ("pyproject.toml", "README.md", "Makefile", "tests/test_drill.py", "tests/test_checkpoint.py"):
         assert (dest / name).is_file(), name
     answers = answers_of(dest)
-    assert answers["strategy"] == "checkpoint" and answers["package_name"] == "continuity_job"
+    assert answers["strategy"] == "checkpoint" and answers["package_name"] == "nightly_sync"
     assert answers["checkpoint_store"] == "table" and "runtime_module" not in answers
     schema = (pkg / "schema.sql").read_text()
     assert "processed_offset" in schema and "INSERT INTO schema_version (version) VALUES (2)" in schema
@@ -180,7 +180,7 @@ def test_unsupported_strategies_say_not_yet_generated(tmp_path: Path) -> None:
 
 def test_copier_validators_are_the_last_line_of_defence(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Even when the pre-check is bypassed, Copier's own validator refuses, by question id."""
-    monkeypatch.setattr(scaffold, "validate_answers", lambda strategy, answers: {**answers, "strategy": strategy})
+    monkeypatch.setattr(scaffold, "validate_answers", lambda strategy, answers, dest=None: {**answers, "strategy": strategy})
     dest = tmp_path / "empty"
     dest.mkdir()
     with pytest.raises(ScaffoldError, match="package_name"):
@@ -199,7 +199,7 @@ def test_generate_refuses_a_non_empty_destination(tmp_path: Path) -> None:
         scaffold.generate("checkpoint", dest)
     assert sorted(p.name for p in dest.iterdir()) == ["notes.txt"]
     generated = scaffold.generate("checkpoint", dest, force=True)
-    assert (dest / "notes.txt").read_text() == "mine" and "src/continuity_job/cli.py" in generated.files
+    assert (dest / "notes.txt").read_text() == "mine" and "src/occupied/cli.py" in generated.files
 
 
 def test_generate_refuses_a_file_as_destination(tmp_path: Path) -> None:
@@ -251,3 +251,46 @@ def test_scaffold_import_does_not_import_copier() -> None:
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])})
     assert out.stdout.strip() == "False", out.stderr
+
+
+def test_generated_status_piped_into_head_ends_quietly(tmp_path: Path) -> None:
+    """`python -m <pkg> status | head -2` ends without a BrokenPipeError traceback."""
+    from test_cli import to_a_closed_pipe
+
+    generated = scaffold.generate("checkpoint", tmp_path / "pipe-job")
+    env = {**os.environ, "PYTHONPATH": str(generated.dest / "src")}
+    submit = subprocess.run([sys.executable, "-m", generated.package, "submit-demo", "--records", "50"],
+                            cwd=generated.dest, env=env, capture_output=True, text=True, timeout=60)
+    assert submit.returncode == 0, submit.stderr
+    for command in (["status"], ["status", "--json"], ["--help"]):
+        result = to_a_closed_pipe([sys.executable, "-m", generated.package, *command], cwd=generated.dest, env=env)
+        assert result.stderr == "" and result.returncode == 0, (command, result.stderr)
+
+
+@pytest.mark.parametrize("first, then, gone", [
+    # the file variant becomes the table variant: no checkpoint_file.py beside checkpoint.py
+    (("checkpoint", {"checkpoint_store": "file"}), ("checkpoint", {}),
+     ["src/swap_job/checkpoint_file.py", "tests/test_checkpoint_file.py"]),
+    # another strategy, another package name: the old package goes entirely
+    (("idempotent-retry", {"project_name": "Old Name"}), ("event-sourcing", {}),
+     ["src/old_name/idempotent_retry.py", "src/old_name/cli.py", "tests/test_idempotent_retry.py"]),
+])
+def test_force_over_another_variant_leaves_none_of_its_files(tmp_path: Path, first, then, gone) -> None:
+    dest = tmp_path / "swap-job"
+    scaffold.generate(first[0], dest, first[1])
+    (dest / "data").mkdir()
+    (dest / "data" / "state.db").write_text("the user's data")
+    (dest / "notes.txt").write_text("mine")
+    generated = scaffold.generate(then[0], dest, then[1], force=True)
+    for rel in gone:
+        assert not (dest / rel).exists() and rel in generated.removed, rel
+    assert set(generated.files) == set(scaffold.preview(then[0], then[1], dest)) | {"data/state.db", "notes.txt"}
+    assert (dest / "data" / "state.db").read_text() == "the user's data" and (dest / "notes.txt").is_file()
+    assert generated.kept == ("data/", "notes.txt")
+    if first[1].get("project_name"):
+        assert not (dest / "src" / "old_name").exists()
+    # and it still works: the new project's CLI answers
+    env = {**os.environ, "PYTHONPATH": str(dest / "src")}
+    helped = subprocess.run([sys.executable, "-m", generated.package, "--help"], cwd=dest, env=env,
+                            capture_output=True, text=True, timeout=60)
+    assert helped.returncode == 0, helped.stderr

@@ -213,3 +213,14 @@ def test_when_every_strategy_is_ruled_out_the_headline_says_so(catalog: Catalog,
             assert app.screen.query_one("#conflicts").display
 
     asyncio.run(walk())
+
+
+def test_with_no_answers_the_tui_claims_no_typical_case(catalog: Catalog, tmp_path: Path) -> None:
+    async def walk() -> None:
+        app = make_app(catalog, {}, workdir=tmp_path)
+        async with app.run_test(size=(100, 30)) as pilot:
+            await open_recommendation(pilot)
+            caption = shown(app, "#scenario-caption")
+            assert "Your answers match" not in caption and "No row matches" in caption
+
+    asyncio.run(walk())

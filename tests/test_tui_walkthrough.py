@@ -177,3 +177,21 @@ def test_q_quits_from_the_recommendation(catalog: Catalog, tmp_path: Path) -> No
             assert not app.is_running
 
     asyncio.run(walk())
+
+
+def test_help_at_80x24_scrolls_visibly(catalog: Catalog, tmp_path: Path) -> None:
+    """The help is longer than 24 rows: it shows a scrollbar and ↓ moves it at once."""
+    from textual.containers import VerticalScroll
+
+    async def walk() -> None:
+        app = make_app(catalog, workdir=tmp_path)
+        async with app.run_test(size=(80, 24)) as pilot:
+            await pilot.press("question_mark")
+            await pilot.pause()
+            help_view = app.screen.query_one("#help", VerticalScroll)
+            assert help_view.max_scroll_y > 0 and help_view.show_vertical_scrollbar
+            await pilot.press("down", "down", "down")
+            await pilot.pause()
+            assert help_view.scroll_y > 0
+
+    asyncio.run(walk())

@@ -152,7 +152,8 @@ class GenerateScreen(Screen[None]):
 
             question = (
                 f"{dest_text} is not empty.\n\nWrite the project into it anyway? Files the template"
-                " writes replace files of the same name; other files stay."
+                " writes replace files of the same name, an earlier generated project's files this one does"
+                " not have are removed; other files (data/, your own) stay."
             )
             self.app.push_screen(
                 ConfirmScreen(question, yes="Overwrite", no="Cancel"),

@@ -12,6 +12,7 @@ becomes one line on stderr and exit code 2; bad flags also exit 2 (argparse).
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -133,9 +134,21 @@ def main(argv: Sequence[str] | None = None) -> int:
         settings = Settings.from_env()
         data_dir = getattr(args, "data_dir", None) or Path("data")
         ctx = Context(data_dir=data_dir, settings=settings, strategy=strategy)
-        return int(args.func(args, ctx))
+        code = int(args.func(args, ctx))
+        sys.stdout.flush()  # here, not at exit, so that a reader gone early is caught below
+        return code
     except JobError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return EXIT_USAGE
     except KeyboardInterrupt:
         return 130
+    except BrokenPipeError:  # `python -m <pkg> status | head -2`: the reader has what it wanted
+        quiet_stdout()
+        return EXIT_OK
+
+
+def quiet_stdout() -> None:
+    """Point stdout at /dev/null: Python's own flush at exit would report the broken pipe again."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())
+    os.close(devnull)
