@@ -284,20 +284,46 @@ def _package_of(dest: Path) -> str:
 
 
 # ---------------------------------------------------------------------- drill
+def _strategy_of(dest: Path) -> str:
+    try:
+        answers = yaml.safe_load((Path(dest) / ".copier-answers.yml").read_text(encoding="utf-8")) or {}
+    except (OSError, yaml.YAMLError):
+        return ""
+    return str(answers.get("strategy", "")) if isinstance(answers, dict) else ""
+
+
+#: A drill's size when the caller does not say: a Spark restart is a JVM start (5-10 s),
+#: so the stream project's drill kills 3 times, the first and third aimed at the window
+#: between its sink's commit and Spark's commit log.
+DRILL_DEFAULTS: dict[str, dict[str, Any]] = {
+    "stream-checkpoint": {"records": 600, "kills": 3, "aim": "after-sink-commit"},
+}
+
+
 def drill_events(
     dest: Path,
     *,
-    records: int = 2000,
-    kills: int = 10,
+    records: int | None = None,
+    kills: int | None = None,
     seed: int = 1,
     sigterm: bool = False,
     work_ms: float | None = None,
+    aim: str | None = None,
 ) -> Iterator[dict[str, Any]]:
-    """Run the generated project's drill and yield its events; the last is the report."""
+    """Run the generated project's drill and yield its events; the last is the report.
+
+    ``records``/``kills`` default to 2000/10 (DRILL_DEFAULTS per strategy); ``aim``
+    is the drill's ``--aim WINDOW|all``."""
     dest = Path(dest)
     package = _package_of(dest)
+    defaults = {"records": 2000, "kills": 10, "aim": None, **DRILL_DEFAULTS.get(_strategy_of(dest), {})}
+    records = defaults["records"] if records is None else records
+    kills = defaults["kills"] if kills is None else kills
+    aim = defaults["aim"] if aim is None else aim
     cmd = [sys.executable, "-m", package, "drill", "--records", str(records), "--kills", str(kills),
            "--seed", str(seed), "--events", "--json"]
+    if aim and not sigterm:
+        cmd += ["--aim", aim]
     if sigterm:
         cmd.append("--sigterm")
     if work_ms is not None:
