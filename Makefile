@@ -5,7 +5,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed-stamp
 
-.PHONY: run test setup postgres bench docs typecheck clean
+.PHONY: run test setup postgres java bench docs typecheck clean
 
 # Re-install only when the project's dependencies change.
 $(STAMP): pyproject.toml
@@ -26,7 +26,15 @@ postgres:
 	  (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq postgresql >/dev/null) \
 	  || echo "warning: PostgreSQL could not be installed; its tests will be skipped"; fi
 
-test: setup postgres
+# Java 17 runs the stream-checkpoint template's Spark tests; install it when missing.
+# No silent skip: those tests fail with a clear message if java is still missing.
+java:
+	@if command -v java >/dev/null 2>&1; then :; \
+	else echo "installing Java 17 (apt: openjdk-17-jre-headless)"; \
+	  (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq openjdk-17-jre-headless >/dev/null) \
+	  || echo "warning: Java could not be installed; the Spark tests will fail"; fi
+
+test: setup postgres java
 	$(BIN)/python -m pytest -n 2 -q $(PYTEST_ARGS)
 
 bench: setup

@@ -317,7 +317,7 @@ def cmd_generate(args: argparse.Namespace) -> int:
         shown = ", ".join(generated.kept[:8]) + (f" and {len(generated.kept) - 8} more" if len(generated.kept) > 8 else "")
         print(_bullet(f"kept, not the template's: {shown}", "", ""))
     print("next:")
-    for line in scaffold.next_commands(generated.package, args.dest):
+    for line in scaffold.next_commands(generated.package, args.dest, args.strategy):
         print(f"  {line}")
     return 0
 

@@ -25,7 +25,7 @@ from typing import Any
 
 import yaml
 
-from advisor.errors import DrillError, InputError, ScaffoldError
+from advisor.errors import AdvisorError, DrillError, InputError, ScaffoldError
 from advisor.paths import templates_dir
 from advisor.redact import redact_all
 from advisor.safe_read import load_yaml, parse_json
@@ -350,19 +350,22 @@ def preview(strategy: str, answers: Mapping[str, object] | None = None, dest: Pa
         return list(generate(strategy, Path(tmp) / name, answers).files)
 
 
-def next_commands(package: str, shown_dest: str) -> list[str]:
+def next_commands(package: str, shown_dest: str, strategy: str | None = None) -> list[str]:
     """What to type after generating, in a fresh shell, each with what it does (shell comments).
 
     ``make setup`` makes ``.venv`` (the project and its dependencies, from PyPI); activating it
     puts that ``python`` first on PATH for the rest of the shell session.
     """
     pkg = f"python -m {package}"
+    drill = {"records": 2000, "kills": 10, "aim": None, **DRILL_DEFAULTS.get(strategy or "", {})}
+    aim = f" --aim {drill['aim']}" if drill["aim"] else ""
     return [
         f"cd {shlex.quote(shown_dest)}",
         "make setup                 # .venv: the project and its dependencies (from PyPI)",
         ". .venv/bin/activate       # this shell's python is now the project's",
         f"{pkg} submit-demo --records 2000 && {pkg} run",
-        f"{pkg} drill --records 2000 --kills 10 --seed 1   # kill -9 at random moments, then verify",
+        f"{pkg} drill --records {drill['records']} --kills {drill['kills']} --seed 1{aim}"
+        "   # kill -9 at random moments, then verify",
         "make test                  # its own tests, the drills included",
     ]
 
@@ -379,20 +382,47 @@ def _package_of(dest: Path) -> str:
 
 
 # ---------------------------------------------------------------------- drill
+def strategy_of(dest: Path) -> str:
+    """The strategy a generated project implements ('' when its answers file can't tell)."""
+    try:
+        answers = load_yaml(Path(dest) / ".copier-answers.yml", "template answers file") or {}
+    except AdvisorError:
+        return ""
+    return str(answers.get("strategy", "")) if isinstance(answers, dict) else ""
+
+
+#: A drill's size when the caller does not say: a Spark restart is a JVM start (5-10 s),
+#: so the stream project's drill kills 3 times, the first and third aimed at the window
+#: between its sink's commit and Spark's commit log.
+DRILL_DEFAULTS: dict[str, dict[str, Any]] = {
+    "stream-checkpoint": {"records": 600, "kills": 3, "aim": "after-sink-commit"},
+}
+
+
 def drill_events(
     dest: Path,
     *,
-    records: int = 2000,
-    kills: int = 10,
+    records: int | None = None,
+    kills: int | None = None,
     seed: int = 1,
     sigterm: bool = False,
     work_ms: float | None = None,
+    aim: str | None = None,
 ) -> Iterator[dict[str, Any]]:
-    """Run the generated project's drill and yield its events; the last is the report."""
+    """Run the generated project's drill and yield its events; the last is the report.
+
+    ``records``/``kills`` default to 2000/10 (DRILL_DEFAULTS per strategy); ``aim``
+    is the drill's ``--aim WINDOW|all``."""
     dest = Path(dest)
     package = _package_of(dest)
+    defaults = {"records": 2000, "kills": 10, "aim": None, **DRILL_DEFAULTS.get(strategy_of(dest), {})}
+    records = defaults["records"] if records is None else records
+    kills = defaults["kills"] if kills is None else kills
+    aim = defaults["aim"] if aim is None else aim
     cmd = [sys.executable, "-m", package, "drill", "--records", str(records), "--kills", str(kills),
            "--seed", str(seed), "--events", "--json"]
+    if aim and not sigterm:
+        cmd += ["--aim", aim]
     if sigterm:
         cmd.append("--sigterm")
     if work_ms is not None:

@@ -72,13 +72,11 @@ def test_plain_copier_cli_renders_the_file_variant(tmp_path: Path) -> None:
     "package_name=import",            # a keyword
     "project_name=../escape",         # path trick
     "project_name=a/b",               # path separator
-    "strategy=state-machine",         # no template yet (until its files exist)
+    "grace_period_s=0",               # must be positive (every strategy has a template now)
     "strategy=teleport",              # not a strategy at all
     "batch_size=0",                   # must be positive
 ])
 def test_plain_copier_cli_rejects_bad_answers(tmp_path: Path, data: str) -> None:
-    if data == "strategy=state-machine" and "state-machine" in scaffold.generated_strategies():
-        data = "strategy=stream-checkpoint"
     dest = tmp_path / "job"
     result = copier_cli("copy", str(templates_dir()), str(dest), "--data", data, "--defaults")
     assert result.returncode != 0
@@ -186,8 +184,8 @@ def test_copier_validators_are_the_last_line_of_defence(tmp_path: Path, monkeypa
     with pytest.raises(ScaffoldError, match="package_name"):
         scaffold.generate("checkpoint", dest, {"package_name": "Not Valid"})
     assert dest.is_dir() and not any(dest.iterdir())  # the empty destination stays empty
-    with pytest.raises(ScaffoldError, match="not yet generated|stream-checkpoint"):
-        scaffold.generate("stream-checkpoint", tmp_path / "new")
+    with pytest.raises(ScaffoldError, match="batch_size"):
+        scaffold.generate("checkpoint", tmp_path / "new", {"batch_size": 0})
     assert not (tmp_path / "new").exists()
 
 

@@ -76,6 +76,8 @@ def test_package_of_matches_the_template_default(name: str, package: str) -> Non
           "within_grace": True}, "✕ kill 1 SIGTERM after 7 records, exited 0 in 0.12 s"),  # a graceful stop
         ({"event": "restart", "n": 2, "t": 1.6}, "↻ restart 2"),
         ({"event": "recovered", "n": 2, "ms": 88, "t": 1.7}, "✔ recovered 2 in 88 ms"),
+        # A Spark restart is a JVM start: seconds, shown as seconds.
+        ({"event": "recovered", "n": 3, "ms": 9412.5, "t": 20.0}, "✔ recovered 3 in 9.4 s"),
         ({"event": "progress", "done": 1, "total": 2, "t": 0.1}, None),  # progress feeds the chart, not the log
     ],
 )

@@ -26,7 +26,9 @@ def event_line(event: Mapping[str, Any]) -> Text | None:
     if kind == "restart":
         return Text(f"{at}↻ restart {event.get('n')}", style="yellow")
     if kind == "recovered":
-        return Text.assemble((f"{at}✔ recovered {event.get('n')} ", "green"), f"in {event.get('ms', '?')} ms")
+        ms = event.get("ms")
+        took = f"{ms / 1000:.1f} s" if isinstance(ms, (int, float)) and ms >= 1000 else f"{ms if ms is not None else '?'} ms"
+        return Text.assemble((f"{at}✔ recovered {event.get('n')} ", "green"), f"in {took}")
     return None
 
 

@@ -36,7 +36,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from . import job
+from . import faults, job
 from . import settings as settings_module
 from . import verdict
 from .durability import PROBE_ENV, Probe, collect
@@ -57,6 +57,8 @@ ORACLE_TIMEOUT_S = 120  # the oracle runs meanwhile; waiting longer means job.py
 ORACLE_CLOCK_SHIFT_S = 90061.5
 INPUT_FILE = "drill-input.json"
 PROBE_DIR = "drill-durability"
+FAULT_DIR = "drill-faults"
+AIM_WAIT_S = 120.0  # an aimed kill waits this long for the worker to reach its window
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -74,6 +76,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="the external service fails this fraction of calls transiently (retrying strategies)")
     p.add_argument("--data-dir", type=Path, default=None,
                    help="fresh directory for the drill's data (default: a new ./data/drill-<time>-...)")
+    p.add_argument("--aim", default=None, metavar="WINDOW|all",
+                   help="every other kill (the 1st, 3rd, ...) lands exactly in this critical window, through a "
+                        "fault-injection point; `all` takes the strategy's windows in turn (see AIM_WINDOWS)")
 
 
 def _stop_on_sigterm() -> None:
@@ -92,9 +97,16 @@ def run_drill(args: argparse.Namespace, ctx: Context) -> int:
         raise JobError("--kills must be zero or more")
     _stop_on_sigterm()
     emit = _printer() if args.events else (lambda event: None)
+    windows = dict(getattr(ctx.strategy, "AIM_WINDOWS", {}))
+    aim = getattr(args, "aim", None)
+    if aim is not None and aim != "all" and aim not in windows:
+        raise JobError(f"--aim {aim}: this strategy's windows are "
+                       f"{', '.join(windows) or 'none yet'} (or all)")
+    if aim == "all" and not windows:
+        raise JobError("--aim all: this strategy names no critical windows yet")
     report = Drill(ctx, records=args.records, kills=args.kills, seed=args.seed, sigterm=args.sigterm,
                    work_ms=args.work_ms, workers=args.workers, data_dir=args.data_dir, emit=emit,
-                   fail_rate=args.fail_rate).run()
+                   fail_rate=args.fail_rate, aim=[] if aim is None else list(windows) if aim == "all" else [aim]).run()
     if args.events:
         pass  # the report was the last event
     elif args.json:
@@ -142,7 +154,7 @@ def percentile(values: list[float], q: float) -> float | None:
 class Drill:
     def __init__(self, ctx: Context, *, records: int, kills: int, seed: int, sigterm: bool, work_ms: float,
                  workers: int, data_dir: Path | None, emit: Callable[[dict[str, Any]], None],
-                 fail_rate: float | None = None) -> None:
+                 fail_rate: float | None = None, aim: list[str] | None = None) -> None:
         if ctx.strategy is None:
             raise JobError("no strategy loaded")
         if workers > 1 and not ctx.strategy.MULTI_WORKER:
@@ -150,6 +162,7 @@ class Drill:
         self.ctx, self.records, self.kills, self.seed = ctx, records, kills, seed
         self.sigterm, self.work_ms, self.workers = sigterm, work_ms, workers
         self.data_dir_arg, self.emit, self.fail_rate = data_dir, emit, fail_rate
+        self.aim, self.aimed_landed = aim or [], 0
         self.rng = random.Random(seed)
         self.t0 = time.monotonic()
 
@@ -209,7 +222,11 @@ class Drill:
                     # commit it could reach a worker already exiting (its last commit), which
                     # then dies by the default handler: mid-batch only.
                     aim = 0.0 if self.sigterm else self.rng.random()
-                    if aim < 0.2:
+                    window = self.aim[(kills_done // 2) % len(self.aim)] if self.aim and kills_done % 2 == 0 else None
+                    aimed = window is not None and self._await_window(data_dir, window, procs)
+                    if aimed:
+                        pass  # the worker holds inside the window (faults.py)
+                    elif aim < 0.2:
                         time.sleep(self.rng.uniform(0, 0.01))  # land anywhere in a batch, not on a boundary
                     elif aim < 0.5:
                         self._await_effect(probe)  # land between a call and the commit that records it
@@ -220,6 +237,9 @@ class Drill:
                     kills_done += 1
                     outcome = self._kill(procs[victim])
                     kills_landed += outcome.pop("landed")
+                    if aimed:
+                        self.aimed_landed += 1
+                        outcome["window"] = window
                     if self.sigterm and "exit_code" in outcome:
                         graceful.append(outcome)
                     self.emit({"event": "kill", "n": kills_done, "signal": self.signal_name,
@@ -263,8 +283,12 @@ class Drill:
             "worker_failures": failures,
             "incomplete_records": state["total"] - state["done"],
             "kills_landed": kills_landed,
+            "aimed_kills": {"windows": self.aim, "landed": self.aimed_landed},
             "data_dir": str(data_dir),
         }
+        extras = getattr(strategy, "drill_report", None)
+        if extras is not None:
+            report.update(extras(ctx))
         report["failures"] = self._judge(ctx, data_dir, report, expected, records, oracles, state)
         report["ok"] = report["failures"] == []
         self.emit({"event": "report", **report})
@@ -362,6 +386,8 @@ class Drill:
     def _spawn(self, data_dir: Path, log: Any) -> subprocess.Popen[bytes]:
         env = self._env()
         env[PROBE_ENV] = str(_probe_dir(data_dir))  # the worker reports what it really runs with
+        if self.aim:
+            env[faults.FAULT_ENV] = str(data_dir / FAULT_DIR)  # the fault-injection points answer
         cmd = [sys.executable, "-m", settings_module.PACKAGE, "run", "--data-dir", str(data_dir)]
         return subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=log, stderr=log, env=env)
 
@@ -416,6 +442,12 @@ class Drill:
                 last, base = count, signature  # an effect: wait for the commit after it
             elif signature != base:
                 return
+
+    def _await_window(self, data_dir: Path, window: str, procs: list[subprocess.Popen[bytes]]) -> bool:
+        """Arm the window and wait until a worker holds in it (True), or give up (False)."""
+        faults.arm(data_dir / FAULT_DIR, window)
+        return faults.wait_hit(data_dir / FAULT_DIR, window, AIM_WAIT_S,
+                               lambda: any(p.poll() is None for p in procs))
 
     @staticmethod
     def _applied(probe: sqlite3.Connection) -> int:
