@@ -39,6 +39,7 @@ import sqlite3
 import subprocess
 import sys
 import tempfile
+import textwrap
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -78,7 +79,7 @@ def windows_help(strategy: Any) -> str:
         return "this strategy declares no critical windows (--aim is not available)"
     lines = [f"critical windows of the {getattr(strategy, 'NAME', '?')} strategy (--aim WINDOW, or --aim all):"]
     for name, proves in windows.items():
-        lines.append(f"  {name}: {proves}")
+        lines += textwrap.wrap(f"{name}: {proves}", 100, initial_indent="  ", subsequent_indent="      ")
     return "\n".join(lines)
 
 
