@@ -292,6 +292,7 @@ def drill_events(
     seed: int = 1,
     sigterm: bool = False,
     work_ms: float | None = None,
+    aim: str | None = None,
 ) -> Iterator[dict[str, Any]]:
     """Run the generated project's drill and yield its events; the last is the report."""
     dest = Path(dest)
@@ -302,6 +303,8 @@ def drill_events(
         cmd.append("--sigterm")
     if work_ms is not None:
         cmd += ["--work-ms", str(work_ms)]
+    if aim is not None:  # a critical window of the strategy, or "all" (the project's `drill --help`)
+        cmd += ["--aim", aim]
     env = dict(os.environ)
     src = str((dest / "src").resolve())
     env["PYTHONPATH"] = src + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
