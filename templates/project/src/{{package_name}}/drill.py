@@ -254,7 +254,10 @@ class Drill:
             while True:
                 done = self._applied(probe)
                 now = time.monotonic()
-                if armed is not None and procs[0].poll() is not None:
+                alive = [i for i, p in enumerate(procs) if p.poll() is None]
+                # The armed worker's state is read once, with the others' (``alive``): it may die
+                # between two polls, and must never be taken for "every worker finished".
+                if armed is not None and 0 not in alive:
                     if procs[0].returncode == -signal.SIGKILL:  # it died in its window: a delivered kill
                         kills_done += 1
                         kills_landed += 1
@@ -271,7 +274,6 @@ class Drill:
                     not_reached = aims[kills_done:]
                     kills_done = len(aims)
                     armed = None
-                alive = [i for i, p in enumerate(procs) if p.poll() is None]
                 if pending is not None and (done > pending[1] or not alive):
                     ms = round((now - pending[2]) * 1000, 1)
                     recovery_ms.append(ms)
