@@ -325,7 +325,7 @@ def cmd_generate(args: argparse.Namespace) -> int:
 def cmd_drill(args: argparse.Namespace) -> int:
     import advisor.scaffold as scaffold
 
-    options = dict(records=args.records, kills=args.kills, seed=args.seed, sigterm=args.sigterm)
+    options = dict(records=args.records, kills=args.kills, seed=args.seed, sigterm=args.sigterm, aim=args.aim)
     if args.json:
         report = scaffold.run_drill(Path(args.dest), **options)
         _print_json(report)
@@ -334,7 +334,8 @@ def cmd_drill(args: argparse.Namespace) -> int:
         for event in scaffold.drill_events(Path(args.dest), **options):
             kind = event.get("event")
             if kind == "kill":
-                print(f"kill #{event.get('n')} ({event.get('signal')}) at {event.get('done')} records")
+                where = f" in window {event['window']}" if event.get("window") else ""
+                print(f"kill #{event.get('n')} ({event.get('signal')}){where} at {event.get('done')} records")
             elif kind == "recovered":
                 print(f"  recovered in {event.get('ms')} ms")
             elif kind == "report":
@@ -497,6 +498,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--kills", type=int, default=10, help="random kills (default 10)")
     p.add_argument("--seed", type=int, default=1, help="random seed (default 1)")
     p.add_argument("--sigterm", action="store_true", help="send SIGTERM instead of SIGKILL")
+    p.add_argument("--aim", metavar="WINDOW|all", default=None,
+                   help="kill exactly in this critical window of the strategy, or in each in turn (see the "
+                        "project's `drill --help`)")
     p.add_argument("--json", action="store_true", help="print the JSON report")
 
     p = add("probe", cmd_probe, "crash-drill a job you already have: random kills, restarts, then your verify",

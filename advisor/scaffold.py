@@ -395,7 +395,7 @@ def strategy_of(dest: Path) -> str:
 #: so the stream project's drill kills 3 times, the first and third aimed at the window
 #: between its sink's commit and Spark's commit log.
 DRILL_DEFAULTS: dict[str, dict[str, Any]] = {
-    "stream-checkpoint": {"records": 600, "kills": 3, "aim": "after-sink-commit"},
+    "stream-checkpoint": {"records": 600, "kills": 3, "aim": "after_sink_commit"},
 }
 
 
@@ -427,6 +427,8 @@ def drill_events(
         cmd.append("--sigterm")
     if work_ms is not None:
         cmd += ["--work-ms", str(work_ms)]
+    if aim is not None:  # a critical window of the strategy, or "all" (the project's `drill --help`)
+        cmd += ["--aim", aim]
     env = dict(os.environ)
     src = str((dest / "src").resolve())
     env["PYTHONPATH"] = src + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")

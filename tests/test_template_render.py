@@ -22,7 +22,7 @@ from advisor.paths import templates_dir
 ALL_STRATEGIES = {"idempotent-retry", "checkpoint", "stream-checkpoint", "state-machine", "event-sourcing",
                   "event-sourcing-idempotent"}
 SHARED_RUNTIME = ["cli.py", "settings.py", "store.py", "shutdown.py", "state.py", "external.py", "job.py",
-                  "drill.py", "status.py", "strategy.py", "errors.py", "__main__.py"]
+                  "drill.py", "status.py", "strategy.py", "errors.py", "__main__.py", "faults.py"]
 
 
 def copier_cli(*args: str) -> subprocess.CompletedProcess[str]:

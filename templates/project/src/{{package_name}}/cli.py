@@ -83,8 +83,11 @@ def build_parser(strategy: object) -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_status)
 
     p = sub.add_parser("drill", help="crash drill: kill the worker at random moments, then verify",
-                       epilog="example: drill --records 2000 --kills 10 --seed 1 --json")
-    drill_module.add_arguments(p)
+                       formatter_class=argparse.RawDescriptionHelpFormatter,
+                       epilog="examples: drill --records 2000 --kills 10 --seed 1 --json\n"
+                              "          drill --records 500 --kills 6 --aim all\n\n"
+                              + drill_module.windows_help(strategy))
+    drill_module.add_arguments(p, strategy)
     p.set_defaults(func=cmd_drill)
 
     add_commands = getattr(strategy, "add_commands", None)

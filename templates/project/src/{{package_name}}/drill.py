@@ -15,6 +15,14 @@
    ``{"check", "message"}`` in ``failures`` (verdict.py); exit 0 only when there
    is none.
 
+``--aim WINDOW`` (or ``all``) aims every kill at one of the strategy's critical
+windows (its module's ``WINDOWS``; faults.py): instead of the drill signalling
+the worker, the worker is started armed (``<PKG>_DRILL_AIM=WINDOW:N``) and kills
+itself with SIGKILL the N-th time it passes that point, N drawn from ``--seed``.
+``all`` cycles through the windows, one kill each in turn. The report's
+``kills_by_window`` says where each kill landed; an armed worker that finishes
+without reaching its window is a kill not delivered.
+
 ``--events`` prints one JSON object per line while running (start, progress,
 kill, restart, recovered, report) for live views such as the advisor's TUI.
 """
@@ -31,6 +39,7 @@ import sqlite3
 import subprocess
 import sys
 import tempfile
+import textwrap
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -43,7 +52,6 @@ from .durability import PROBE_ENV, Probe, collect
 from .errors import JobError
 from .external import EXTERNAL_DB, ExternalService, a_redone_call, applied_effects, verify
 from .job import demo_records
-from .safe_read import read_json
 from .store import STATE_DB
 from .strategy import Context
 
@@ -57,11 +65,47 @@ ORACLE_TIMEOUT_S = 120  # the oracle runs meanwhile; waiting longer means job.py
 ORACLE_CLOCK_SHIFT_S = 90061.5
 INPUT_FILE = "drill-input.json"
 PROBE_DIR = "drill-durability"
-FAULT_DIR = "drill-faults"
-AIM_WAIT_S = 120.0  # an aimed kill waits this long for the worker to reach its window
+#: An aimed kill lands the N-th time the worker passes its window, N in 1..AIM_SPREAD
+#: (drawn from --seed): not always the first pass after a restart.
+AIM_SPREAD = 3
+#: Report key for kills the drill aimed by timing (no --aim): their window is not known.
+UNAIMED = "unaimed"
 
 
-def add_arguments(p: argparse.ArgumentParser) -> None:
+def windows_help(strategy: Any) -> str:
+    """The strategy's critical windows, one per line, for ``drill --help`` (epilog)."""
+    windows = faults.declared(strategy)
+    if not windows:
+        return "this strategy declares no critical windows (--aim is not available)"
+    lines = [f"critical windows of the {getattr(strategy, 'NAME', '?')} strategy (--aim WINDOW, or --aim all):"]
+    for name, proves in windows.items():
+        lines += textwrap.wrap(f"{name}: {proves}", 100, initial_indent="  ", subsequent_indent="      ")
+    return "\n".join(lines)
+
+
+def aim_plan(strategy: Any, aim: str | None, kills: int, sigterm: bool = False) -> list[str] | None:
+    """The window of each kill (None: kills are timed by the drill, not aimed).
+
+    ``WINDOW``: every kill there; ``all``: the windows in turn (needs at least one kill
+    per window). An unknown window is a JobError (exit 2) naming the valid ones."""
+    if aim is None:
+        return None
+    windows = list(faults.declared(strategy))
+    valid = ", ".join(windows + ["all"]) if windows else "none (this strategy declares no windows)"
+    if sigterm:
+        raise JobError("--aim kills with SIGKILL at a window; it cannot be combined with --sigterm")
+    if aim != "all" and aim not in windows:
+        raise JobError(f"unknown window {aim!r} for the {getattr(strategy, 'NAME', '?')} strategy; valid: {valid}")
+    if not windows:
+        raise JobError(f"--aim all: the {getattr(strategy, 'NAME', '?')} strategy declares no windows")
+    if aim == "all":
+        if kills < len(windows):
+            raise JobError(f"--aim all needs --kills {len(windows)} or more (one per window: {valid[:-5]})")
+        return [windows[n % len(windows)] for n in range(kills)]
+    return [aim] * kills
+
+
+def add_arguments(p: argparse.ArgumentParser, strategy: Any = None) -> None:
     from .cli import fraction, non_negative_float, positive_int
 
     p.add_argument("--records", type=positive_int, default=2000, help="demo records (default 2000)")
@@ -74,11 +118,13 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--workers", type=positive_int, default=1, help="worker processes at once (default 1)")
     p.add_argument("--fail-rate", type=fraction, default=None, metavar="F",
                    help="the external service fails this fraction of calls transiently (retrying strategies)")
+    names = list(faults.declared(strategy)) if strategy is not None else []
+    p.add_argument("--aim", default=None, metavar="WINDOW|all",
+                   help="aim every SIGKILL at this critical window of the strategy (the worker kills itself "
+                        "exactly there), or cycle through all of them"
+                        + (f"; windows: {', '.join(names)}" if names else ""))
     p.add_argument("--data-dir", type=Path, default=None,
                    help="fresh directory for the drill's data (default: a new ./data/drill-<time>-...)")
-    p.add_argument("--aim", default=None, metavar="WINDOW|all",
-                   help="every other kill (the 1st, 3rd, ...) lands exactly in this critical window, through a "
-                        "fault-injection point; `all` takes the strategy's windows in turn (see AIM_WINDOWS)")
 
 
 def _stop_on_sigterm() -> None:
@@ -95,18 +141,12 @@ def _stop_on_sigterm() -> None:
 def run_drill(args: argparse.Namespace, ctx: Context) -> int:
     if args.kills < 0:
         raise JobError("--kills must be zero or more")
+    aims = aim_plan(ctx.strategy, getattr(args, "aim", None), args.kills, args.sigterm)
     _stop_on_sigterm()
     emit = _printer() if args.events else (lambda event: None)
-    windows = dict(getattr(ctx.strategy, "AIM_WINDOWS", {}))
-    aim = getattr(args, "aim", None)
-    if aim is not None and aim != "all" and aim not in windows:
-        raise JobError(f"--aim {aim}: this strategy's windows are "
-                       f"{', '.join(windows) or 'none yet'} (or all)")
-    if aim == "all" and not windows:
-        raise JobError("--aim all: this strategy names no critical windows yet")
     report = Drill(ctx, records=args.records, kills=args.kills, seed=args.seed, sigterm=args.sigterm,
                    work_ms=args.work_ms, workers=args.workers, data_dir=args.data_dir, emit=emit,
-                   fail_rate=args.fail_rate, aim=[] if aim is None else list(windows) if aim == "all" else [aim]).run()
+                   fail_rate=args.fail_rate, aims=aims).run()
     if args.events:
         pass  # the report was the last event
     elif args.json:
@@ -154,7 +194,7 @@ def percentile(values: list[float], q: float) -> float | None:
 class Drill:
     def __init__(self, ctx: Context, *, records: int, kills: int, seed: int, sigterm: bool, work_ms: float,
                  workers: int, data_dir: Path | None, emit: Callable[[dict[str, Any]], None],
-                 fail_rate: float | None = None, aim: list[str] | None = None) -> None:
+                 fail_rate: float | None = None, aims: list[str] | None = None) -> None:
         if ctx.strategy is None:
             raise JobError("no strategy loaded")
         if workers > 1 and not ctx.strategy.MULTI_WORKER:
@@ -162,7 +202,9 @@ class Drill:
         self.ctx, self.records, self.kills, self.seed = ctx, records, kills, seed
         self.sigterm, self.work_ms, self.workers = sigterm, work_ms, workers
         self.data_dir_arg, self.emit, self.fail_rate = data_dir, emit, fail_rate
-        self.aim, self.aimed_landed = aim or [], 0
+        if aims is not None and len(aims) != kills:
+            raise JobError("one window per kill")
+        self.aims = aims
         self.rng = random.Random(seed)
         self.t0 = time.monotonic()
 
@@ -189,12 +231,21 @@ class Drill:
             service.set_failure_rate(self.fail_rate)
         service.close()
         targets = sorted(self.rng.uniform(0.05, 0.9) * len(expected) for _ in range(self.kills))
+        # Aimed kills: worker slot 0 is started armed for the next window of the plan and
+        # kills itself there (faults.py); the others run unarmed.
+        aims = self.aims or []
+        passes = [self.rng.randint(1, AIM_SPREAD) for _ in aims]
+        armed: str | None = aims[0] if aims else None
+        kills_by_window: dict[str, int] = {}
+        not_reached: list[str] = []
         self.emit({"event": "start", "strategy": strategy.NAME, "records": self.records, "kills": self.kills,
-                   "signal": self.signal_name, "workers": self.workers, "data_dir": str(data_dir), "t": self.t()})
+                   "signal": self.signal_name, "workers": self.workers, "data_dir": str(data_dir), "t": self.t(),
+                   "aim": list(dict.fromkeys(aims)) or None})
         log = open(data_dir / "drill-workers.log", "ab")
         probe = sqlite3.connect(f"file:{data_dir / EXTERNAL_DB}?mode=ro", uri=True)
         started = time.monotonic()
-        procs = [self._spawn(data_dir, log) for _ in range(self.workers)]
+        procs = [self._spawn(data_dir, log, arm=(armed, passes[0]) if armed and i == 0 else None)
+                 for i in range(self.workers)]
         recovery_ms: list[float] = []
         graceful: list[dict[str, Any]] = []
         failures: list[int] = []
@@ -204,6 +255,25 @@ class Drill:
                 done = self._applied(probe)
                 now = time.monotonic()
                 alive = [i for i, p in enumerate(procs) if p.poll() is None]
+                # The armed worker's state is read once, with the others' (``alive``): it may die
+                # between two polls, and must never be taken for "every worker finished".
+                if armed is not None and 0 not in alive:
+                    if procs[0].returncode == -signal.SIGKILL:  # it died in its window: a delivered kill
+                        kills_done += 1
+                        kills_landed += 1
+                        kills_by_window[armed] = kills_by_window.get(armed, 0) + 1
+                        self.emit({"event": "kill", "n": kills_done, "signal": "SIGKILL", "window": armed,
+                                   "done": done, "t": self.t()})
+                        armed = aims[kills_done] if kills_done < len(aims) else None
+                        procs[0] = self._spawn(data_dir, log,
+                                               arm=(armed, passes[kills_done]) if armed is not None else None)
+                        pending = (kills_done, self._applied(probe), time.monotonic())
+                        self.emit({"event": "restart", "n": kills_done, "t": self.t()})
+                        continue
+                    # It exited without passing its window often enough: those kills never landed.
+                    not_reached = aims[kills_done:]
+                    kills_done = len(aims)
+                    armed = None
                 if pending is not None and (done > pending[1] or not alive):
                     ms = round((now - pending[2]) * 1000, 1)
                     recovery_ms.append(ms)
@@ -214,7 +284,7 @@ class Drill:
                     self.emit({"event": "progress", "done": done, "total": len(expected), "t": self.t()})
                 if not alive:
                     break
-                if pending is None and kills_done < self.kills and done >= targets[kills_done]:
+                if not aims and pending is None and kills_done < self.kills and done >= targets[kills_done]:
                     # SIGKILL: a fifth of the kills land anywhere in a batch, three tenths just
                     # after an effect (the call got through, its record is not committed yet),
                     # half just after the worker committed (the narrowest windows need the most
@@ -222,11 +292,7 @@ class Drill:
                     # commit it could reach a worker already exiting (its last commit), which
                     # then dies by the default handler: mid-batch only.
                     aim = 0.0 if self.sigterm else self.rng.random()
-                    window = self.aim[(kills_done // 2) % len(self.aim)] if self.aim and kills_done % 2 == 0 else None
-                    aimed = window is not None and self._await_window(data_dir, window, procs)
-                    if aimed:
-                        pass  # the worker holds inside the window (faults.py)
-                    elif aim < 0.2:
+                    if aim < 0.2:
                         time.sleep(self.rng.uniform(0, 0.01))  # land anywhere in a batch, not on a boundary
                     elif aim < 0.5:
                         self._await_effect(probe)  # land between a call and the commit that records it
@@ -237,9 +303,6 @@ class Drill:
                     kills_done += 1
                     outcome = self._kill(procs[victim])
                     kills_landed += outcome.pop("landed")
-                    if aimed:
-                        self.aimed_landed += 1
-                        outcome["window"] = window
                     if self.sigterm and "exit_code" in outcome:
                         graceful.append(outcome)
                     self.emit({"event": "kill", "n": kills_done, "signal": self.signal_name,
@@ -283,10 +346,12 @@ class Drill:
             "worker_failures": failures,
             "incomplete_records": state["total"] - state["done"],
             "kills_landed": kills_landed,
-            "aimed_kills": {"windows": self.aim, "landed": self.aimed_landed},
+            "aim": list(dict.fromkeys(aims)) or None,
+            "kills_by_window": kills_by_window if aims else ({UNAIMED: kills_landed} if kills_landed else {}),
+            "windows_not_reached": sorted(set(not_reached)),
             "data_dir": str(data_dir),
         }
-        extras = getattr(strategy, "drill_report", None)
+        extras = getattr(strategy, "drill_report", None)  # a strategy's own figures (replayed batches skipped)
         if extras is not None:
             report.update(extras(ctx))
         report["failures"] = self._judge(ctx, data_dir, report, expected, records, oracles, state)
@@ -318,7 +383,7 @@ class Drill:
         if code != 0:
             lines = (data_dir / f"drill-oracle-{name}.log").read_text(errors="replace").strip().splitlines()
             raise _OracleFailed(f"the oracle exited with code {code}: {lines[-1] if lines else 'no output'}")
-        result: dict[str, Any] = read_json(data_dir / f"drill-oracle-{name}.json", "oracle report")
+        result: dict[str, Any] = json.loads((data_dir / f"drill-oracle-{name}.json").read_text(encoding="utf-8"))
         return result
 
     def _judge(self, ctx: Context, data_dir: Path, report: dict[str, Any], expected: set[tuple[str, str]],
@@ -379,15 +444,16 @@ class Drill:
 
     def _env(self) -> dict[str, str]:
         env = dict(os.environ)
+        env.pop(faults.AIM_ENV, None)  # armed only where the drill says so (_spawn)
         src = str(Path(__file__).resolve().parent.parent)  # importable even when not installed
         env["PYTHONPATH"] = src + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
         return env
 
-    def _spawn(self, data_dir: Path, log: Any) -> subprocess.Popen[bytes]:
+    def _spawn(self, data_dir: Path, log: Any, arm: tuple[str, int] | None = None) -> subprocess.Popen[bytes]:
         env = self._env()
         env[PROBE_ENV] = str(_probe_dir(data_dir))  # the worker reports what it really runs with
-        if self.aim:
-            env[faults.FAULT_ENV] = str(data_dir / FAULT_DIR)  # the fault-injection points answer
+        if arm is not None:  # die the N-th time it passes that window (faults.py)
+            env[faults.AIM_ENV] = f"{arm[0]}:{arm[1]}"
         cmd = [sys.executable, "-m", settings_module.PACKAGE, "run", "--data-dir", str(data_dir)]
         return subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=log, stderr=log, env=env)
 
@@ -442,12 +508,6 @@ class Drill:
                 last, base = count, signature  # an effect: wait for the commit after it
             elif signature != base:
                 return
-
-    def _await_window(self, data_dir: Path, window: str, procs: list[subprocess.Popen[bytes]]) -> bool:
-        """Arm the window and wait until a worker holds in it (True), or give up (False)."""
-        faults.arm(data_dir / FAULT_DIR, window)
-        return faults.wait_hit(data_dir / FAULT_DIR, window, AIM_WAIT_S,
-                               lambda: any(p.poll() is None for p in procs))
 
     @staticmethod
     def _applied(probe: sqlite3.Connection) -> int:
@@ -512,6 +572,8 @@ def summary(report: dict[str, Any]) -> str:
         f"recovery ms p50 {rec['p50']} p95 {rec['p95']} max {rec['max']}; "
         f"{report['throughput']} records/s; {report['wall_s']} s",
         f"durability: {_durability_line(report['durability'])}",
+        *([f"kills by window: " + ", ".join(f"{w} {n}" for w, n in report["kills_by_window"].items())]
+          if report.get("aim") else []),
         f"data: {report['data_dir']}",
         *verdict.summary_line(report["failures"]),
     ])

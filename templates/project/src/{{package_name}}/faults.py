@@ -1,57 +1,83 @@
-"""Fault-injection points: where ``drill --aim WINDOW`` kills the worker exactly.
+"""Aimed kills: fault-injection points at the strategy's critical windows.
 
-A strategy names its critical windows (``AIM_WINDOWS`` in its module) and calls
-:func:`point` at each. A point does nothing unless the drill armed it: the drill
-sets ``<PREFIX>FAULTS=<dir>`` for the workers it starts and creates
-``<dir>/arm-<window>`` when it wants the next kill to land there. The worker that
-reaches an armed point renames the file to ``hit-<window>`` (so exactly one worker
-takes it) and holds still; the drill sees the ``hit`` file and sends its SIGKILL.
-A hold never lasts longer than :data:`HOLD_S`: a leaked setting cannot hang a run.
+A crash is dangerous only in a few places: after the external call went through
+and before the commit that records it; after results commit and before the
+offset; between two steps of a flow; between an event append and the
+subscriber's position. Random kills land there rarely (a window can be a
+millisecond wide), so every strategy module names its windows as data::
+
+    WINDOWS = {"after_call_before_commit": "the call went through; the commit that records it has not happened"}
+
+and calls ``faults.window("after_call_before_commit")`` at that exact point.
+
+The call does nothing unless the environment arms it: ``<PKG>_DRILL_AIM=WINDOW:N``
+(set by ``drill --aim``, never by hand in production) makes the process kill
+ITSELF with SIGKILL the N-th time it passes ``WINDOW``, exactly like a real
+crash there: no ``finally``, no atexit, no flush. The drill sees the worker exit
+with -9, counts a kill delivered in that window and restarts it (armed again for
+the next aimed kill, or not at all).
+
+Disarmed, ``window`` is a function that returns at once (about as costly as an
+empty function call): zero behaviour change when the drill is not aiming.
 """
 
 from __future__ import annotations
 
 import os
-import time
-from pathlib import Path
+import signal
+import sys
 
 from .settings import ENV_PREFIX
 
-FAULT_ENV = ENV_PREFIX + "FAULTS"
-HOLD_S = 60.0
+#: ``WINDOW:N``: die the N-th time WINDOW is passed (N >= 1).
+AIM_ENV = ENV_PREFIX + "DRILL_AIM"
 
 
-def point(window: str) -> None:
-    """Hold here if the drill armed ``window`` (off otherwise: one environment lookup)."""
-    where = os.environ.get(FAULT_ENV)
-    if not where:
+def parse(value: str | None) -> tuple[str, int] | None:
+    """``"WINDOW:N"`` -> (WINDOW, N); None (or empty) -> None. Malformed: ValueError."""
+    if not value:
+        return None
+    name, _, count = value.rpartition(":")
+    if not name or not count.isdigit() or int(count) < 1:
+        raise ValueError(f"{AIM_ENV}={value!r}: expected WINDOW:N with N >= 1")
+    return name, int(count)
+
+
+_aim: str | None = None
+_left = 0
+
+
+def _disarmed(name: str) -> None:
+    return None
+
+
+def _armed(name: str) -> None:
+    global _left
+    if name != _aim:
         return
-    try:
-        os.rename(Path(where) / f"arm-{window}", Path(where) / f"hit-{window}")
-    except FileNotFoundError:
-        return  # not armed (or another worker took it)
-    deadline = time.monotonic() + HOLD_S
-    while time.monotonic() < deadline:  # the drill's SIGKILL ends this
-        time.sleep(0.05)
+    _left -= 1
+    if _left <= 0:
+        print(f"[drill] aimed kill: SIGKILL in window {name}", file=sys.stderr, flush=True)
+        os.kill(os.getpid(), signal.SIGKILL)
 
 
-def arm(fault_dir: Path, window: str) -> None:
-    fault_dir.mkdir(parents=True, exist_ok=True)
-    (fault_dir / f"hit-{window}").unlink(missing_ok=True)
-    (fault_dir / f"arm-{window}").write_text(str(time.time()))
+#: Called by strategy code at each named window (``faults.window("...")``; look it up
+#: on the module at each call, so arm() takes effect).
+window = _disarmed
 
 
-def wait_hit(fault_dir: Path, window: str, timeout_s: float, still_running: "object") -> bool:
-    """True once a worker holds at ``window``; False after ``timeout_s`` or when
-    ``still_running()`` says the worker exited (the run ended first)."""
-    deadline = time.monotonic() + timeout_s
-    hit = fault_dir / f"hit-{window}"
-    while time.monotonic() < deadline:
-        if hit.exists():
-            hit.unlink(missing_ok=True)
-            return True
-        if not still_running():  # type: ignore[operator]
-            break
-        time.sleep(0.01)
-    (fault_dir / f"arm-{window}").unlink(missing_ok=True)  # disarm: the next kill is a plain one
-    return False
+def arm(name: str | None, count: int = 1) -> None:
+    """Arm (or with None, disarm) this process: die the ``count``-th time ``name`` is passed."""
+    global _aim, _left, window
+    _aim, _left = name, count
+    window = _armed if name is not None else _disarmed
+
+
+def declared(strategy: object) -> dict[str, str]:
+    """The windows a strategy module declares (``WINDOWS``), name -> what a kill there proves."""
+    return dict(getattr(strategy, "WINDOWS", None) or {})
+
+
+_from_env = parse(os.environ.get(AIM_ENV))
+if _from_env is not None:
+    arm(*_from_env)

@@ -37,6 +37,9 @@ talk to the strategy only through the module named by ``settings.RUNTIME_MODULE`
 
 The drill compares what the last two return with its oracle (oracle.py), which
 knows job.py and the input only.
+``WINDOWS: dict[str, str]`` (optional; every generated strategy has it)
+    the critical windows: name -> what a kill there proves. The module calls
+    ``faults.window(name)`` at each; ``drill --aim NAME|all`` kills exactly there.
 ``add_commands(subparsers, common) -> None`` (optional)
     extra subcommands (``common`` is the parent parser holding ``--data-dir``);
     each sets ``func=callable(args, ctx) -> int``.

@@ -198,9 +198,12 @@ def check_run(report: dict[str, Any], *, promise: int, redone_example: str | Non
         found.append(failure("incomplete", f"{report['incomplete_records']} of {report['records']} records were "
                                            f"not done when the workers stopped{why}"))
     if report["kills_landed"] < report["kills_requested"]:
+        missed = report.get("windows_not_reached") or []
+        where = (f"; aimed at {', '.join(missed)}, which the worker did not pass often enough before it finished"
+                 if missed else "")
         found.append(failure("kills_not_delivered", f"only {report['kills_landed']} of {report['kills_requested']} "
                                                     "kills landed (the run ended first, or the worker had already "
-                                                    "exited); use more --records or a larger --work-ms"))
+                                                    f"exited){where}; use more --records or a larger --work-ms"))
     allowed = promise * report["kills_landed"]
     if report["redone_calls"] > allowed:
         e_g = f", e.g. key {redone_example}" if redone_example else ""
