@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 from advisor.catalog import Catalog, Condition, Strategy, load_catalog
@@ -99,13 +100,14 @@ def render(catalog: Catalog) -> str:
     return "\n".join(out)
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__)
+def write_or_check(render_docs: Callable[[Catalog], str], argv: list[str] | None, doc: str | None) -> int:
+    """``--write FILE`` renders the page; ``--check FILE`` exits 1 when the file is stale."""
+    parser = argparse.ArgumentParser(description=doc)
     group = parser.add_mutually_exclusive_group(required=True)
     group.add_argument("--write", metavar="FILE")
     group.add_argument("--check", metavar="FILE")
     args = parser.parse_args(argv)
-    text = render(load_catalog())
+    text = render_docs(load_catalog())
     if args.write:
         Path(args.write).write_text(text, encoding="utf-8")
         return 0
@@ -114,6 +116,10 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{args.check} is stale: run `make docs`", file=sys.stderr)
         return 1
     return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    return write_or_check(render, argv, __doc__)
 
 
 if __name__ == "__main__":
