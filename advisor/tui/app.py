@@ -101,6 +101,18 @@ class AdvisorApp(App[None]):
             return
         self.push_screen(DrillScreen(self.session.generated.dest))
 
+    def action_probe(self) -> None:
+        """Probe my job: crash-drill the team's own command; the record carries its report."""
+        from advisor.tui.screens.probe import ProbeScreen
+        from advisor.tui.screens.review_findings import FindingsScreen
+
+        if self.session is None or isinstance(self.screen, ProbeScreen):
+            return
+        if isinstance(self.screen, FindingsScreen):
+            self.screen.action_probe()  # the findings show the evidence when the probe is left
+        else:
+            self.push_screen(ProbeScreen())
+
     def action_export(self) -> None:
         from advisor.tui.screens.export import ExportScreen
 

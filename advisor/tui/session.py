@@ -39,6 +39,8 @@ class Session:
     """The design under review (its strategy and controls), once the review walkthrough set it."""
     context: str | None = None
     """The incident or the job in the team's words (the decision record's context)."""
+    probe_report: dict[str, Any] | None = None
+    """The last report of "probe my job" (``advisor.probe``): the decision record carries it as evidence."""
     _open: dict[frozenset[tuple[str, str]], frozenset[str]] = field(default_factory=dict, repr=False)
 
     def questions(self) -> tuple[Question, ...]:
@@ -91,7 +93,12 @@ class Session:
     def decision_record(self, review: Review | None = None) -> str:
         from advisor.review import render
 
-        return render(review or self.review(), self.catalog, date=self.today)
+        probe = None
+        if self.probe_report is not None:
+            from advisor.probe_report import evidence_lines
+
+            probe = evidence_lines(self.probe_report)
+        return render(review or self.review(), self.catalog, date=self.today, probe=probe)
 
     def answers_file(self) -> str:
         from advisor.answers import dump_answers

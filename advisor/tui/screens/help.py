@@ -34,6 +34,8 @@ HELP = """\
   1 the strategy used today (enter) · 2 its essential controls: [b]y[/] yes,
   [b]n[/] no, [b]u[/] unknown (why and how to check under the list), [b]→[/] on
   3 findings, fit, migration path, verification plan · 4 [b]e[/] export
+  [b]p[/] on the findings: probe my job — kill and restart your own job's
+  command at random moments, then verify it; the record carries the result
 
 [b]Generate[/]
   fill in project name, destination and store, then [b]ctrl+g[/] generates;

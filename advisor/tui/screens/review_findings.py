@@ -34,6 +34,7 @@ class FindingsScreen(Screen[None]):
     BINDINGS = [
         Binding("escape,left", "back", "Back", key_display="←", priority=True),
         Binding("e,right", "app.export", "Export", key_display="e/→", priority=True),
+        Binding("p", "probe", "Probe my job"),
     ]
 
     app: AdvisorApp
@@ -49,6 +50,10 @@ class FindingsScreen(Screen[None]):
         yield Footer()
 
     def on_mount(self) -> None:
+        self.show()
+        self.query_one("#findings", VerticalScroll).focus()
+
+    def show(self) -> None:
         session = self.app.session
         assert session is not None
         self.query_one(ReviewSteps).show(2, len(session.answers), len(session.catalog.questions))
@@ -64,7 +69,12 @@ class FindingsScreen(Screen[None]):
         title.update(Text.assemble("Current: ", (current, "bold"), " · decided: ", (r.target.strategy.name, "bold")))
         self.markdown = findings_part(record)
         body.update(Markdown(self.markdown))
-        self.query_one("#findings", VerticalScroll).focus()
+
+    def action_probe(self) -> None:
+        """Probe my job: its report joins the record's verification plan as evidence."""
+        from advisor.tui.screens.probe import ProbeScreen
+
+        self.app.push_screen(ProbeScreen(), lambda _: self.show())
 
     def action_back(self) -> None:
         self.dismiss()
