@@ -107,7 +107,8 @@ def test_generate_next_commands_work_in_a_fresh_shell(tmp_path: Path) -> None:
 
     class Generated:
         files = ("README.md",)
-        package = _package_of(tmp_path / "nightly-sync")
+        dest = tmp_path / "nightly-sync"
+        package = _package_of(dest)
 
     tui = next_steps(Generated(), "./nightly-sync").plain
     assert printed_commands(tui, "Next, in a shell:") == commands

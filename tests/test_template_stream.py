@@ -36,14 +36,14 @@ def _env() -> dict[str, str]:
 
 def test_plain_copier_renders_stream_checkpoint(tmp_path: Path) -> None:
     templates = Path(__file__).resolve().parents[1] / "templates"
-    done = subprocess.run([sys.executable, "-m", "copier", "copy", str(templates), str(tmp_path / "job"),
+    done = subprocess.run([sys.executable, "-m", "copier", "copy", str(templates), str(tmp_path / "stream-job"),
                            "--data", "strategy=stream-checkpoint", "--defaults", "--trust"],
                           capture_output=True, text=True, env=_env())
     assert done.returncode == 0, done.stderr
-    pkg = tmp_path / "job" / "src" / "continuity_job"
+    pkg = tmp_path / "stream-job" / "src" / "stream_job"
     assert {"stream.py", "stream_sink.py", "stream_checkpoint.py", "faults.py"} <= {p.name for p in pkg.iterdir()}
-    assert "pyspark" in (tmp_path / "job" / "pyproject.toml").read_text()
-    assert "Kafka" in (tmp_path / "job" / "README.md").read_text()
+    assert "pyspark" in (tmp_path / "stream-job" / "pyproject.toml").read_text()
+    assert "Kafka" in (tmp_path / "stream-job" / "README.md").read_text()
 
 
 def test_generated_stream_project_suite_passes_with_real_spark(tmp_path: Path) -> None:
