@@ -6,7 +6,7 @@ reason, so a broken catalog never ends in a traceback.
 
 Files:
 - ``questions.yaml``  the questions the engine understands (ids, choices, help)
-- ``scenarios.yaml``  the seed's scenario table (scenario → strategy, with typical answers)
+- ``scenarios.yaml``  the source article's scenario table (scenario → strategy, with typical answers)
 - ``pitfalls.yaml``   pitfalls shared by several strategies (referenced by id)
 - ``conflicts.yaml``  answers that contradict each other (condition, message, what to revisit)
 - ``decision.yaml``   the decision model's settings (the close-call margin)
@@ -55,7 +55,7 @@ class Question:
     id: str
     asks: str
     help: str
-    group: str  # "recovery_point" (the seed's Q1-Q3) or "trait"
+    group: str  # "recovery_point" (the three recovery-point questions, Q1-Q3) or "trait"
     choices: tuple[Choice, ...]
 
     def choice(self, value: str) -> Choice:
@@ -71,7 +71,7 @@ class Question:
 
 @dataclass(frozen=True)
 class RecoveryPoint:
-    """A strategy's own answers to the seed's three recovery-point questions."""
+    """A strategy's own answers to the three recovery-point questions."""
 
     where: str  # Q1 where is the recovery point stored?
     how_often: str  # Q2 how often is it recorded?
@@ -233,7 +233,7 @@ class Strategy:
     template: str  # the Copier `strategy` answer that generates it
     template_options: Mapping[str, object]
     fits: tuple[Fit, ...]
-    prior: float  # score before any answer (the seed's "start with checkpoint" advice)
+    prior: float  # score before any answer (the usual "start with checkpoint" advice)
     prior_why: str
     notes: tuple[Note, ...]
     order: int  # tie-breaker: the simpler strategy first

@@ -1,13 +1,12 @@
 """The review as Markdown: findings, the fit, the plans, then the MADR sections — each thing once.
 
-What a user reads stands on its own: catalog text passes through :func:`clean`, a safety net
-that drops citations of the internal source material.
+What a user reads stands on its own: the catalog's text cites only public references (tested),
+and quoted answers pass through :func:`~advisor.redact.redact`.
 """
 
 from __future__ import annotations
 
 import datetime as _dt
-import re
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
@@ -22,30 +21,13 @@ if TYPE_CHECKING:
 # Pitfalls the verification plan itself answers (it is the crash drill), never listed apart.
 ANSWERED_BY_THE_PLAN = ("untested-recovery",)
 
-_SEED_CITATION = re.compile(r"\s*\((?:seed )?\d{3} §[^)]*\)|\s*\(seed[^)]*\)")
-_SEED_WORDS = re.compile(r"\b(the seed's advice|the seed's default|the seed measured|the seed's|the seed)\b", re.I)
-_SEED_REPLACEMENTS = {"the seed's advice": "the usual advice", "the seed's default": "the default",
-                      "the seed measured": "measured", "the seed's": "the", "the seed": "the source"}  # fmt: skip
-
-
-def clean(text: str) -> str:
-    """User-facing text never cites the internal source material (a safety net over the catalog's words)."""
-    text = _SEED_CITATION.sub("", text)
-
-    def swap(m: re.Match[str]) -> str:
-        new = _SEED_REPLACEMENTS[m.group(0).lower()]
-        return new[0].upper() + new[1:] if m.group(0)[0].isupper() else new
-
-    return _SEED_WORDS.sub(swap, text)
-
-
 def _fit_heading(r: Review) -> list[str]:
     v = r.verdict
     assert v is not None
     if not v.fits:
         out = [f"**Does not fit.** {v.summary}"]
         if v.risks:
-            out += ["", "What it risks with these answers:"] + [f"- {clean(x)}" for x in v.risks]
+            out += ["", "What it risks with these answers:"] + [f"- {(x)}" for x in v.risks]
         else:
             top = r.rec.top.strategy.name
             out += ["", f"Nothing in these answers counts against it; {top} simply fits them better."]
@@ -88,9 +70,9 @@ def _option_line(i: int, ranked: Ranked, r: Review) -> str:
     if ranked.strategy.id == r.target.strategy.id:
         return f"{head} — chosen; see the outcome."
     if ranked.ruled_out:
-        why = f"ruled out: {clean(ranked.ruled_out[0])}"
+        why = f"ruled out: {(ranked.ruled_out[0])}"
     else:
-        why = f"ranked lower: {clean((r.rec.why_not.get(s.id) or ('ranked lower',))[0])}"
+        why = f"ranked lower: {((r.rec.why_not.get(s.id) or ('ranked lower',))[0])}"
     return f"{head} — {_joined(why)} Good: {_joined(*s.pros)} Bad: {_joined(*s.cons)}"
 
 
@@ -190,9 +172,9 @@ def render(
     out.append(_answers_line(r, catalog))
 
     out += ["", "## Decision drivers", ""]
-    drivers = [clean(b) for b in r.target.because[:4]]
+    drivers = [(b) for b in r.target.because[:4]]
     out += [f"- {d}" for d in drivers] or ["- No answer favours any strategy yet; the simplest sound default applies."]
-    out += [f"- Conflicting answers: {clean(w.message)}" for w in rec.warnings]
+    out += [f"- Conflicting answers: {(w.message)}" for w in rec.warnings]
 
     out += ["", "## Considered options", ""]
     current_id = r.current.strategy if r.current else None
@@ -202,7 +184,7 @@ def render(
     out += [_option_line(i, ranked, r) for i, ranked in enumerate(listed, 1)]
     if ruled:
         out += ["", "Ruled out by these answers: " + " ".join(
-            f"**{x.strategy.name}** (`{x.strategy.id}`): {clean(x.ruled_out[0])}" for x in ruled
+            f"**{x.strategy.name}** (`{x.strategy.id}`): {(x.ruled_out[0])}" for x in ruled
         )]  # fmt: skip
 
     out += ["", "## Decision outcome", ""]
@@ -215,7 +197,7 @@ def render(
             " not enough to justify a rewrite)."
         )
     else:
-        gaps = "; ".join(clean(g) for g in rec.why_not.get(s.id, ())) or "none named"
+        gaps = "; ".join((g) for g in rec.why_not.get(s.id, ())) or "none named"
         out.append(
             f'Chosen option: "{s.name}" (`{s.id}`). The advisor ranked {rec.top.strategy.name} first;'
             f" this choice accepts: {gaps}."
@@ -240,8 +222,8 @@ def render(
     ]
 
     out += ["", "### Consequences", ""]
-    out += [f"- Good: {_joined(*s.pros)}", f"- Bad: {_joined(*(clean(c) for c in s.cons + s.costs))}"]
-    out += [f"- Note: {clean(n)}" for n in rec.notes]
-    out += [f"- Watch: **{p.title}** — {clean(rec.fix(p))}" for p in _watch(r)]
+    out += [f"- Good: {_joined(*s.pros)}", f"- Bad: {_joined(*((c) for c in s.cons + s.costs))}"]
+    out += [f"- Note: {(n)}" for n in rec.notes]
+    out += [f"- Watch: **{p.title}** — {(rec.fix(p))}" for p in _watch(r)]
     out.append(f"- Every pitfall of {s.name}, with its fix: `advisor explain {s.id}`.")
     return redact("\n".join(out) + "\n")  # the team's context may quote a URL with its password
