@@ -40,7 +40,7 @@ from pathlib import Path
 
 
 from generated import (CostRounds, Pair, Targets, bench_context, drill_bench_parser,  # noqa: E402
-                       load_generated, load_note, service_label)
+                       load_generated, load_note, run_calls_only, service_label)
 # (benchmarks/generated.py puts the checkout on sys.path)
 
 from advisor import scaffold  # noqa: E402
@@ -68,24 +68,6 @@ def run_checkpointed(m, data_dir: Path, records: list[dict], batch_size: int, wo
     assert m["checkpoint"].run(ctx, m["shutdown"].Shutdown(30)) == 0
     elapsed = time.perf_counter() - started
     assert m["checkpoint"].status(ctx)["done"] == len(records)
-    return len(records) / elapsed
-
-
-def run_calls_only(m, data_dir: Path, records: list[dict], work_ms: float) -> float:  # type: ignore[no-untyped-def]
-    """The job and its external calls alone (service fsync off): no state store at all."""
-    data_dir.mkdir(parents=True)
-    external = m["external"].ExternalService(data_dir, durable=False)
-    process = m["job"].process_record
-    started = time.perf_counter()
-    for record in records:
-        key = f"calls/{record['record_id']}"
-
-        def effect(payload, step="", record=record, key=key):  # type: ignore[no-untyped-def]
-            return external.apply(record["record_id"], step, key, payload)
-
-        process(record, effect, work_ms=work_ms)
-    elapsed = time.perf_counter() - started
-    external.close()
     return len(records) / elapsed
 
 
@@ -153,7 +135,7 @@ def main() -> int:
                         return run_raw(m, root / f"raw-{tag}", subset, args.batch_size, work_ms, durable)
 
                     def calls() -> float:
-                        return run_calls_only(m, root / f"calls-{tag}", subset, work_ms)
+                        return run_calls_only(m, root / f"calls-{tag}", subset, work_ms, "calls")
 
                     if work_ms == 0 and not durable:  # our own cost, beside its floor, this round
                         cost.measure(root / f"cost-{tag}", pair, worker, raw_loop, calls)

@@ -38,7 +38,7 @@ from pathlib import Path
 
 
 from generated import (CostRounds, Pair, Targets, bench_context, drill_bench_parser,  # noqa: E402
-                       load_generated, load_note, service_label)
+                       load_generated, load_note, run_calls_only, service_label)
 # (benchmarks/generated.py puts the checkout on sys.path)
 
 from advisor import scaffold  # noqa: E402
@@ -67,24 +67,6 @@ def run_worker(m: dict, data_dir: Path, records: list[dict], work_ms: float, fai
     assert strategy.run(ctx, m["shutdown"].Shutdown(30)) == 0
     elapsed = time.perf_counter() - started
     assert strategy.status(ctx)["done"] == len(records)
-    return len(records) / elapsed
-
-
-def run_calls_only(m: dict, data_dir: Path, records: list[dict], work_ms: float) -> float:
-    """The job and its external call alone (service fsync off): no state store at all."""
-    data_dir.mkdir(parents=True)
-    external = m["external"].ExternalService(data_dir, durable=False)
-    process = m["job"].process_record
-    started = time.perf_counter()
-    for record in records:
-        key = f"demo-payment/{record['record_id']}"
-
-        def effect(payload, step="", record=record, key=key):  # type: ignore[no-untyped-def]
-            return external.apply(record["record_id"], step, key, payload)
-
-        process(record, effect, work_ms=work_ms)
-    elapsed = time.perf_counter() - started
-    external.close()
     return len(records) / elapsed
 
 
@@ -142,7 +124,7 @@ def main() -> int:
                         return run_raw(m, root / f"raw-{tag}", subset, work_ms, durable)
 
                     def calls() -> float:
-                        return run_calls_only(m, root / f"calls-{tag}", subset, work_ms)
+                        return run_calls_only(m, root / f"calls-{tag}", subset, work_ms, "demo-payment")
 
                     if work_ms == 0 and not durable:  # our own cost, beside its floor, this round
                         cost.measure(root / f"cost-{tag}", pair, run, raw_loop, calls)

@@ -187,3 +187,23 @@ def load_note() -> str:
     """The machine's load average: the figures depend on it (the 2 cores are shared)."""
     one, five, _ = os.getloadavg()
     return f"load average {one:.1f} (1 min), {five:.1f} (5 min), {os.cpu_count()} cores"
+
+
+def run_calls_only(m: dict[str, ModuleType], data_dir: Path, records: list[dict[str, Any]], work_ms: float,
+                   key_prefix: str) -> float:
+    """The job and its external calls alone (service fsync off), no state store at all:
+    the baseline that "our cost" per record is measured against. Records per second."""
+    data_dir.mkdir(parents=True)
+    external = m["external"].ExternalService(data_dir, durable=False)
+    process = m["job"].process_record
+    started = time.perf_counter()
+    for record in records:
+        key = f"{key_prefix}/{record['record_id']}"
+
+        def effect(payload: Any, step: str = "", record: dict[str, Any] = record, key: str = key) -> Any:
+            return external.apply(record["record_id"], step, key, payload)
+
+        process(record, effect, work_ms=work_ms)
+    elapsed = time.perf_counter() - started
+    external.close()
+    return len(records) / elapsed
