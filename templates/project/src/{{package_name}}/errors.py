@@ -38,6 +38,13 @@ class StoreError(JobError):
     """The state database is missing, locked, unreadable or too new."""
 
 
+class StoreUnavailable(StoreError):
+    """The state store cannot be reached for now (a PostgreSQL restart, a lost
+    connection, SQLite busy beyond busy_timeout). ``run`` rides this out with bounded
+    backoff and resumes from the committed state; past the configured time it exits
+    non-zero with this message."""
+
+
 class StateVersionError(JobError):
     """Stored JSON state has a version this code cannot read."""
 

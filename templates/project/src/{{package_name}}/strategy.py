@@ -8,9 +8,13 @@ talk to the strategy only through the module named by ``settings.RUNTIME_MODULE`
     the strategy id (``"checkpoint"``).
 ``MULTI_WORKER: bool``
     whether several ``run`` processes may share one data directory.
-``submit(ctx, records, *, work_ms=0.0) -> list[str]``
-    queue work (the demo workload or your own records); returns the new task ids.
-    Refuses a data directory that already holds a workload (JobError).
+``submit(ctx, records, *, work_ms=0.0, correlation_id=None) -> list[str]``
+    queue work (the demo workload or your own records); returns the task ids.
+    Without ``correlation_id`` (the demo) it refuses a store that already holds a
+    workload (JobError). With one (``submit --file``, a queue message) it adds the
+    records as new work, unless that id was submitted before: then it returns the
+    existing task ids and adds nothing, in the same transaction that would have
+    added them (a redelivered submission finds the existing work).
 ``run(ctx, shutdown, *, limit=None) -> int``
     work until nothing is left (or ``limit`` records were processed, or
     ``shutdown.requested``), checkpointing as it goes; returns the exit code.
