@@ -204,7 +204,8 @@ def _csv_records(text: str, path: Path) -> list[tuple[int, Any]]:
                                f"as in the header")
             records.append((reader.line_num, dict(row)))
     except csv.Error as exc:  # a field over csv.field_size_limit(), a stray quote
-        raise BadInput(f"{path}:{reader.line_num}: not valid CSV ({exc})") from None
+        # line_num counts the lines read whole; the bad one is the next.
+        raise BadInput(f"{path}:{reader.line_num + 1}: not valid CSV ({exc})") from None
     return records
 
 
