@@ -20,6 +20,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from . import drill as drill_module
+from . import outage
 from . import settings as settings_module
 from . import status as status_module
 from . import submission
@@ -155,7 +156,10 @@ def fresh_shell_command(command: str, data_dir: Path) -> str:
 def cmd_run(args: argparse.Namespace, ctx: Context) -> int:
     shutdown = Shutdown(ctx.settings.grace_period_s).install()
     try:
-        return int(ctx.strategy.run(ctx, shutdown, limit=args.limit))
+        # A store outage (a PostgreSQL restart) is ridden out: the strategy's run is
+        # started again in this process, from the committed state (outage.py).
+        return outage.ride_out(lambda: int(ctx.strategy.run(ctx, shutdown, limit=args.limit)), shutdown,
+                               ctx.settings.store_outage_s)
     finally:
         shutdown.cancel()
 

@@ -18,6 +18,8 @@ EXIT_OK = 0
 EXIT_USAGE = 2
 #: The grace period after SIGTERM/SIGINT ran out before a safe point was reached.
 EXIT_GRACE_EXPIRED = 3
+#: ``run``: the state store stayed unreachable for longer than ``store_outage_s``.
+EXIT_STORE_UNAVAILABLE = 4
 
 
 def redact(text: str) -> str:

@@ -16,20 +16,73 @@ observes it in every worker (durability.py).
 SQL is written once, with ``?`` placeholders and portable types (TEXT, INTEGER,
 DOUBLE PRECISION, ``ON CONFLICT DO NOTHING``); for PostgreSQL the placeholders
 become ``%s``. Never put a literal ``?`` inside a statement.
+
+Errors are sorted in one place (:meth:`Store._user_errors`, :func:`connect`): a store
+that cannot be reached *for now* (PostgreSQL restarting, shutting down or refusing
+connections, a connection cut; SQLite still locked after ``busy_timeout``) raises
+:class:`StoreUnavailable`, which ``run`` rides out (outage.py); a store that is
+wrong (corrupt, unreadable, too new, a bad URL or password) raises a plain
+:class:`StoreError` and is never retried.
 """
 
 from __future__ import annotations
 
 import sqlite3
+import time
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from .errors import StoreError, redact
+from .errors import StoreError, StoreUnavailable, redact
 from .settings import Settings
 
 STATE_DB = "state.db"
+
+#: SQLSTATEs of a server that is there but cannot serve this connection now: class 08
+#: (connection exception), admin/crash shutdown, "cannot connect now" (starting up,
+#: in recovery), too many connections. Retrying after a pause is the cure for these.
+_PG_UNAVAILABLE_STATES = ("57P01", "57P02", "57P03", "53300")
+#: Connection failures have no SQLSTATE (libpq reports them as text): these say the
+#: server is down, restarting or overloaded, not that the URL or password is wrong.
+_PG_UNAVAILABLE_WORDS = ("connection refused", "starting up", "shutting down", "not yet accepting",
+                         "recovery mode", "server closed the connection", "timeout expired", "timed out",
+                         "too many clients", "no route to host", "network is unreachable",
+                         "terminating connection")
+
+_last_commit_at = 0.0
+
+
+def last_commit_at() -> float:
+    """``time.monotonic()`` of this process's latest successful commit: the proof, for
+    outage.py, that the store was reachable again between two failures."""
+    return _last_commit_at
+
+
+def note_commit() -> None:
+    """Record a successful commit (Store.transaction does; a strategy that commits through
+    another library, event sourcing, calls it after its own commits)."""
+    global _last_commit_at
+    _last_commit_at = time.monotonic()
+
+
+def _one_line(exc: BaseException) -> str:
+    return " ".join(str(exc).split())
+
+
+def postgresql_unavailable(exc: BaseException, *, connecting: bool = False) -> bool:
+    """Is this psycopg error an outage worth waiting for (not a mistake to report at once)?"""
+    import psycopg  # only asked about PostgreSQL errors, so it is installed
+
+    if not isinstance(exc, (psycopg.OperationalError, psycopg.InterfaceError)):
+        return False
+    sqlstate = getattr(exc, "sqlstate", None)
+    if sqlstate:
+        return sqlstate.startswith("08") or sqlstate in _PG_UNAVAILABLE_STATES
+    # No SQLSTATE. While connecting, only the words tell a server that is down from a
+    # wrong host, database or password; once connected, it is the connection that broke.
+    text = str(exc).lower()
+    return not connecting or any(word in text for word in _PG_UNAVAILABLE_WORDS)
 
 
 def check_data_dir(data_dir: Path, *, create: bool) -> Path:
@@ -69,21 +122,26 @@ class Store:
 
     @contextmanager
     def _user_errors(self) -> Iterator[None]:
-        """Turn what the user can fix (a lock, a corrupt file, a lost server) into StoreError."""
+        """Turn what the user can fix (a corrupt file, a lost server) into StoreError, and
+        what passes by itself (a lock held too long, a server restart) into StoreUnavailable."""
         try:
             yield
         except sqlite3.OperationalError as exc:
             if "locked" in str(exc) or "busy" in str(exc):
-                raise StoreError(f"state database {self.where} is locked by another process "
-                                 f"(waited busy_timeout): {exc}") from None
+                raise StoreUnavailable(f"state database {self.where} is locked by another process "
+                                       f"(waited busy_timeout): {exc}") from None
             raise
         except sqlite3.DatabaseError as exc:
             if "not a database" in str(exc) or "malformed" in str(exc):
                 raise StoreError(f"state database {self.where} is unreadable: {exc}") from None
             raise
         except Exception as exc:
-            # PostgreSQL: a lost connection or a server that went away is the user's to fix.
-            if self.dialect == "postgresql" and type(exc).__name__ in ("OperationalError", "InterfaceError"):
+            if self.dialect != "postgresql" or isinstance(exc, StoreError):
+                raise
+            # PostgreSQL: a cut connection or a server restarting passes; the rest is the user's to fix.
+            if postgresql_unavailable(exc):
+                raise StoreUnavailable(f"state store {self.where} unreachable: {_one_line(exc)}") from None
+            if type(exc).__name__ in ("OperationalError", "InterfaceError"):
                 raise StoreError(f"state database {self.where}: {exc}") from None
             raise
 
@@ -104,10 +162,22 @@ class Store:
         try:
             yield self
         except BaseException:
-            self.conn.execute("ROLLBACK")  # explicit: the connection is in autocommit mode
+            try:
+                self.conn.execute("ROLLBACK")  # explicit: the connection is in autocommit mode
+            except Exception:
+                # The connection is gone (a server restart): the server rolled the transaction
+                # back itself. The error that got us here is the one to report.
+                if not self._lost():
+                    raise
             raise
         else:
             self.execute("COMMIT")
+            note_commit()
+
+    def _lost(self) -> bool:
+        """True when the PostgreSQL connection is closed or broken (psycopg's flags)."""
+        return self.dialect == "postgresql" and bool(getattr(self.conn, "closed", False)
+                                                     or getattr(self.conn, "broken", False))
 
     def durability(self) -> dict[str, str]:
         """What this connection really commits with, read back (not what we asked for)."""
@@ -137,9 +207,14 @@ def connect(data_dir: Path, settings: Settings, *, create: bool = False) -> Stor
         except psycopg.Error as exc:
             # The URL goes to libpq unchanged (sslmode=verify-full, sslrootcert=... included);
             # the message shows it without its password, the driver's text on one line.
-            raise StoreError(f"cannot connect to {redact(url)}: {' '.join(str(exc).split())}") from None
+            error = StoreUnavailable if postgresql_unavailable(exc, connecting=True) else StoreError
+            raise error(f"cannot connect to {redact(url)}: {_one_line(exc)}") from None
         store = Store(conn, "postgresql", url)
-        _tell_probe(store)
+        try:
+            _tell_probe(store)
+        except BaseException:
+            store.close()
+            raise
         return store
     if url and not url.startswith("sqlite"):
         raise StoreError(f"DATABASE_URL={url!r}: only postgresql://... is supported (unset it for SQLite)")
@@ -152,9 +227,13 @@ def connect(data_dir: Path, settings: Settings, *, create: bool = False) -> Stor
     except sqlite3.Error as exc:
         raise StoreError(f"cannot open {path}: {exc}") from None
     store = Store(conn, "sqlite", str(path))
-    store.execute(f"PRAGMA busy_timeout = {int(settings.busy_timeout_ms)}")
-    store.execute("PRAGMA journal_mode = WAL")
-    store.execute("PRAGMA synchronous = FULL")
+    try:
+        store.execute(f"PRAGMA busy_timeout = {int(settings.busy_timeout_ms)}")
+        store.execute("PRAGMA journal_mode = WAL")
+        store.execute("PRAGMA synchronous = FULL")
+    except BaseException:
+        store.close()  # locked: a worker riding the lock out must not leak a connection per try
+        raise
     return store
 
 
