@@ -1,12 +1,13 @@
 """Who holds a claimed unit of work, and is that holder still alive?
 
-A worker writes ``owner = "<host id>:<pid>:<start>"`` and a heartbeat
+A worker writes ``owner = "<host id>:<start>:<pid>"`` and a heartbeat
 (``updated_at``) on every row it claims. A bare pid is not trusted: pids are
 reused (a new process may get a dead worker's number), and a pid means nothing
 on another machine. ``<start>`` is when the process started — on Linux the boot
 it started in (first 8 hex digits of /proc/sys/kernel/random/boot_id) and its
 start time in clock ticks since that boot (field 22 of /proc/<pid>/stat) — so
-``host id + pid + start`` names one process, once.
+``host id + start + pid`` names one process, once (the pid last, so that
+``owner.rpartition(":")`` still splits off the pid).
 
 Another worker may take the row over when
 
@@ -56,7 +57,8 @@ def host_id(environ: dict[str, str] | None = None) -> str:
         except (OSError, UnicodeDecodeError):
             machine = ""
         chosen = f"{HOSTNAME}-{machine}" if machine else HOSTNAME
-    return chosen.replace(":", "_")
+    # Bounded: owner columns are VARCHAR(128), and the start time and pid need room too.
+    return chosen.replace(":", "_")[:64]
 
 
 def _boot() -> str:
@@ -84,13 +86,13 @@ _mine: tuple[int, str] | None = None
 
 
 def owner_id() -> str:
-    """This process as an owner: ``<host id>:<pid>:<start>`` (the same string for the
+    """This process as an owner: ``<host id>:<start>:<pid>`` (the same string for the
     whole life of the process, so ``row["owner"] == owner_id()`` means "mine")."""
     global _mine
     pid = os.getpid()
     if _mine is None or _mine[0] != pid:  # computed once per process (again after a fork)
         start = start_time(pid)
-        _mine = (pid, f"{host_id()}:{pid}" + (f":{start}" if start else ""))
+        _mine = (pid, f"{host_id()}:" + (f"{start}:" if start else "") + str(pid))
     return _mine[1]
 
 
@@ -104,7 +106,7 @@ def owner_gone(owner: str | None, heartbeat: float, *, lease_s: float, now: floa
         if host != HOSTNAME:
             return False
     elif len(parts) == 3:
-        host, pid, recorded = parts
+        host, recorded, pid = parts
         if host != host_id() or recorded.partition(".")[0] != _boot():
             return False  # another machine, or this one before a reboot: only the lease can tell
     else:
