@@ -4,6 +4,7 @@
     python -m <package> submit --file orders.csv [--correlation-id ID] [--work-ms MS]
     python -m <package> run
     python -m <package> status [--json]
+    python -m <package> reset [--yes]
     python -m <package> drill --records 2000 --kills 10 --seed 1 [--sigterm] [--json]
 
 ``main(argv) -> int`` is testable without a subprocess. A :class:`JobError`
@@ -21,6 +22,7 @@ from pathlib import Path
 
 from . import drill as drill_module
 from . import outage
+from . import reset as reset_module
 from . import settings as settings_module
 from . import status as status_module
 from . import submission
@@ -29,6 +31,7 @@ from .job import demo_records
 from .safe_read import INPUT_FORMATS
 from .settings import Settings
 from .shutdown import Shutdown
+from .store import describe
 from .strategy import Context, load
 
 
@@ -100,6 +103,11 @@ def build_parser(strategy: object) -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true", help="machine-readable output")
     p.set_defaults(func=cmd_status)
 
+    p = sub.add_parser("reset", parents=[common], help="empty the state store (asks first; --yes for scripts)",
+                       epilog="examples: %(prog)s --data-dir data;  DATABASE_URL=postgresql://... %(prog)s --yes")
+    p.add_argument("--yes", action="store_true", help="do not ask (scripts); without it reset asks in the terminal")
+    p.set_defaults(func=cmd_reset)
+
     p = sub.add_parser("drill", help="crash drill: kill the worker at random moments, then verify",
                        formatter_class=argparse.RawDescriptionHelpFormatter,
                        epilog="examples: drill --records 2000 --kills 10 --seed 1 --json\n"
@@ -165,8 +173,16 @@ def cmd_run(args: argparse.Namespace, ctx: Context) -> int:
 
 
 def cmd_status(args: argparse.Namespace, ctx: Context) -> int:
-    print(status_module.render(ctx.strategy.status(ctx), as_json=args.json))
+    report = ctx.strategy.status(ctx)
+    # Which store answered: with several hosts, the data directory alone does not say.
+    report["store"] = describe(ctx.data_dir, ctx.settings,
+                               files=getattr(ctx.strategy, "STATE_STORE", "database") == "files")
+    print(status_module.render(report, as_json=args.json))
     return EXIT_OK
+
+
+def cmd_reset(args: argparse.Namespace, ctx: Context) -> int:
+    return reset_module.run(ctx, yes=args.yes)
 
 
 def cmd_drill(args: argparse.Namespace, ctx: Context) -> int:

@@ -42,6 +42,7 @@ import tempfile
 import textwrap
 import time
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -52,7 +53,8 @@ from .durability import PROBE_ENV, Probe, collect
 from .errors import JobError
 from .external import EXTERNAL_DB, ExternalService, a_redone_call, applied_effects, verify
 from .job import demo_records
-from .store import STATE_DB
+from .owners import HOST_ID_ENV
+from .store import STATE_DB, is_postgresql
 from .strategy import Context
 
 POLL_S = 0.002          # how often the drill samples progress (recovery time resolution)
@@ -64,6 +66,9 @@ ORACLE_TIMEOUT_S = 120  # the oracle runs meanwhile; waiting longer means job.py
 #: reads the time, even rounded to the hour or the day, answers differently.
 ORACLE_CLOCK_SHIFT_S = 90061.5
 INPUT_FILE = "drill-input.json"
+#: --hosts N: simulated host k keeps its data directory in <drill dir>/host-k.
+HOST_DIR = "host-"
+EXTERNAL_DIR_ENV = settings_module.ENV_PREFIX + "EXTERNAL_DIR"
 PROBE_DIR = "drill-durability"
 #: An aimed kill lands the N-th time the worker passes its window, N in 1..AIM_SPREAD
 #: (drawn from --seed): not always the first pass after a restart.
@@ -116,6 +121,9 @@ def add_arguments(p: argparse.ArgumentParser, strategy: Any = None) -> None:
     p.add_argument("--events", action="store_true", help="print JSON events, one per line, while running")
     p.add_argument("--work-ms", type=non_negative_float, default=0.5, help="simulated work per record (ms)")
     p.add_argument("--workers", type=positive_int, default=1, help="worker processes at once (default 1)")
+    p.add_argument("--hosts", type=positive_int, default=1,
+                   help="spread the workers over this many simulated hosts: separate data directories, each "
+                        "with its own host id, sharing DATABASE_URL and one external service (PostgreSQL only)")
     p.add_argument("--fail-rate", type=fraction, default=None, metavar="F",
                    help="the external service fails this fraction of calls transiently (retrying strategies)")
     names = list(faults.declared(strategy)) if strategy is not None else []
@@ -125,6 +133,17 @@ def add_arguments(p: argparse.ArgumentParser, strategy: Any = None) -> None:
                         + (f"; windows: {', '.join(names)}" if names else ""))
     p.add_argument("--data-dir", type=Path, default=None,
                    help="fresh directory for the drill's data (default: a new ./data/drill-<time>-...)")
+
+
+def check_hosts(ctx: Context, hosts: int, workers: int) -> None:
+    """``--hosts N``: only a store every host reaches can be shared (PostgreSQL)."""
+    if hosts == 1:
+        return
+    if getattr(ctx.strategy, "STATE_STORE", "database") == "files" or not is_postgresql(ctx.settings.database_url):
+        raise JobError("--hosts needs PostgreSQL (DATABASE_URL=postgresql://...): separate hosts have separate "
+                       "data directories and cannot share a SQLite file or checkpoint files")
+    if workers < hosts:
+        raise JobError(f"--hosts {hosts} needs --workers {hosts} or more (at least one worker per host)")
 
 
 def _stop_on_sigterm() -> None:
@@ -146,7 +165,7 @@ def run_drill(args: argparse.Namespace, ctx: Context) -> int:
     emit = _printer() if args.events else (lambda event: None)
     report = Drill(ctx, records=args.records, kills=args.kills, seed=args.seed, sigterm=args.sigterm,
                    work_ms=args.work_ms, workers=args.workers, data_dir=args.data_dir, emit=emit,
-                   fail_rate=args.fail_rate, aims=aims).run()
+                   fail_rate=args.fail_rate, aims=aims, hosts=getattr(args, "hosts", 1)).run()
     if args.events:
         pass  # the report was the last event
     elif args.json:
@@ -194,9 +213,11 @@ def percentile(values: list[float], q: float) -> float | None:
 class Drill:
     def __init__(self, ctx: Context, *, records: int, kills: int, seed: int, sigterm: bool, work_ms: float,
                  workers: int, data_dir: Path | None, emit: Callable[[dict[str, Any]], None],
-                 fail_rate: float | None = None, aims: list[str] | None = None) -> None:
+                 fail_rate: float | None = None, aims: list[str] | None = None, hosts: int = 1) -> None:
         if ctx.strategy is None:
             raise JobError("no strategy loaded")
+        check_hosts(ctx, hosts, workers)
+        self.hosts = hosts
         if workers > 1 and not ctx.strategy.MULTI_WORKER:
             raise JobError(f"the {ctx.strategy.NAME} variant runs one worker per data directory; use --workers 1")
         self.ctx, self.records, self.kills, self.seed = ctx, records, kills, seed
@@ -213,7 +234,12 @@ class Drill:
 
     def run(self) -> dict[str, Any]:
         data_dir = fresh_data_dir(self.data_dir_arg)
-        ctx = Context(data_dir=data_dir, settings=self.ctx.settings, strategy=self.ctx.strategy)
+        # The drill's external service is its own, in its data directory, whatever the setting says.
+        ctx = Context(data_dir=data_dir, settings=replace(self.ctx.settings, external_dir=str(data_dir)),
+                      strategy=self.ctx.strategy)
+        if self.hosts > 1:
+            for host in range(1, self.hosts + 1):
+                (data_dir / f"{HOST_DIR}{host}").mkdir()
         strategy = ctx.strategy
         records = demo_records(self.records)
         # submit writes the input the whole run depends on: its durability is watched too.
@@ -244,7 +270,7 @@ class Drill:
         log = open(data_dir / "drill-workers.log", "ab")
         probe = sqlite3.connect(f"file:{data_dir / EXTERNAL_DB}?mode=ro", uri=True)
         started = time.monotonic()
-        procs = [self._spawn(data_dir, log, arm=(armed, passes[0]) if armed and i == 0 else None)
+        procs = [self._spawn(data_dir, log, arm=(armed, passes[0]) if armed and i == 0 else None, slot=i)
                  for i in range(self.workers)]
         recovery_ms: list[float] = []
         graceful: list[dict[str, Any]] = []
@@ -307,7 +333,7 @@ class Drill:
                         graceful.append(outcome)
                     self.emit({"event": "kill", "n": kills_done, "signal": self.signal_name,
                                "done": self._applied(probe), "t": self.t(), **outcome})
-                    procs[victim] = self._spawn(data_dir, log)
+                    procs[victim] = self._spawn(data_dir, log, slot=victim)
                     pending = (kills_done, self._applied(probe), time.monotonic())
                     self.emit({"event": "restart", "n": kills_done, "t": self.t()})
                     continue
@@ -333,6 +359,7 @@ class Drill:
             "signal": self.signal_name,
             "seed": self.seed,
             "workers": self.workers,
+            "hosts": self.hosts,
             "work_ms": self.work_ms,
             "batch_size": self.ctx.settings.batch_size,
             "fail_rate": self.fail_rate,
@@ -449,12 +476,19 @@ class Drill:
         env["PYTHONPATH"] = src + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
         return env
 
-    def _spawn(self, data_dir: Path, log: Any, arm: tuple[str, int] | None = None) -> subprocess.Popen[bytes]:
+    def _spawn(self, data_dir: Path, log: Any, arm: tuple[str, int] | None = None,
+               slot: int = 0) -> subprocess.Popen[bytes]:
         env = self._env()
+        env[EXTERNAL_DIR_ENV] = str(data_dir)  # every worker, on every simulated host, calls the same service
+        work_dir = data_dir
+        if self.hosts > 1:  # worker slot -> host: its own data directory and host id (owners.py)
+            host = slot % self.hosts + 1
+            work_dir = data_dir / f"{HOST_DIR}{host}"
+            env[HOST_ID_ENV] = f"drill-host-{host}"
         env[PROBE_ENV] = str(_probe_dir(data_dir))  # the worker reports what it really runs with
         if arm is not None:  # die the N-th time it passes that window (faults.py)
             env[faults.AIM_ENV] = f"{arm[0]}:{arm[1]}"
-        cmd = [sys.executable, "-m", settings_module.PACKAGE, "run", "--data-dir", str(data_dir)]
+        cmd = [sys.executable, "-m", settings_module.PACKAGE, "run", "--data-dir", str(work_dir)]
         return subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=log, stderr=log, env=env)
 
     def _kill(self, proc: subprocess.Popen[bytes]) -> dict[str, Any]:
@@ -565,7 +599,8 @@ def summary(report: dict[str, Any]) -> str:
     rec = report["recovery_ms"]
     return "\n".join([
         f"drill: {report['strategy']}, {report['records']} records, {report['kills_landed']} of "
-        f"{report['kills_requested']} x {report['signal']} landed, {report['workers']} worker(s)",
+        f"{report['kills_requested']} x {report['signal']} landed, {report['workers']} worker(s)"
+        + (f" on {report['hosts']} hosts" if report.get("hosts", 1) > 1 else ""),
         f"lost {report['lost']}, duplicate effects {report['duplicate_effects']}, "
         f"redone calls {report['redone_calls']}, lookups {report['lookups']}, "
         f"incomplete {report['incomplete_records']}",

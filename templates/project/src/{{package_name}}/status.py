@@ -12,6 +12,7 @@ def render(report: dict[str, Any], *, as_json: bool) -> str:
     lines = [
         f"{report['strategy']}: {report['done']}/{report['total']} records "
         f"({report['percent']:.1f} %), {report['failed']} failed task(s)",
+        *([f"store: {report['store']}"] if report.get("store") else []),
         f"{'task':<16} {'status':<8} {'progress':>17} {'checkpoint age':>15} {'rate/s':>9} {'tries':>5}",
     ]
     for task in report["tasks"]:

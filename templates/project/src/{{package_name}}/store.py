@@ -35,7 +35,7 @@ from pathlib import Path
 from typing import Any
 
 from .errors import StoreError, StoreUnavailable, redact
-from .settings import Settings
+from .settings import PACKAGE, Settings
 
 STATE_DB = "state.db"
 
@@ -97,6 +97,30 @@ def check_data_dir(data_dir: Path, *, create: bool) -> Path:
         except OSError as exc:
             raise StoreError(f"cannot create --data-dir {data_dir}: {exc.strerror}") from None
     return data_dir
+
+
+def is_postgresql(url: str) -> bool:
+    return url.startswith(("postgresql://", "postgres://"))
+
+
+def describe(data_dir: Path, settings: Settings, *, files: bool = False) -> str:
+    """Which store holds the state, for ``status`` and messages: the PostgreSQL URL
+    without its password, else the SQLite file (``files``: the strategy's own files)."""
+    if files:
+        return f"files in {data_dir}"
+    if is_postgresql(settings.database_url):
+        return f"postgresql {redact(settings.database_url)}"
+    return f"sqlite {data_dir / STATE_DB}"
+
+
+def workload_held(store: Store | None, data_dir: Path) -> str:
+    """Why the demo workload cannot be submitted: the message names where the existing
+    workload really lives (the database with PostgreSQL, not the data directory)."""
+    if store is not None and store.dialect == "postgresql":
+        return (f"the state database {store.where} already holds a workload; empty it with "
+                f"`python -m {PACKAGE} reset`, or point DATABASE_URL at another database")
+    return (f"{data_dir} already holds a workload; use a new --data-dir "
+            f"(or empty it with `python -m {PACKAGE} reset --data-dir {data_dir}`)")
 
 
 class Store:
@@ -280,7 +304,8 @@ def _has_table(store: Store, name: str) -> bool:
     if store.dialect == "sqlite":
         sql = "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?"
     else:
-        sql = "SELECT 1 FROM information_schema.tables WHERE table_name = ?"
+        # This connection's schema only: a table of the same name elsewhere is not ours.
+        sql = "SELECT 1 FROM information_schema.tables WHERE table_name = ? AND table_schema = current_schema()"
     return store.one(sql, (name,)) is not None
 
 

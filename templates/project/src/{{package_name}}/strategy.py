@@ -8,6 +8,13 @@ talk to the strategy only through the module named by ``settings.RUNTIME_MODULE`
     the strategy id (``"checkpoint"``).
 ``MULTI_WORKER: bool``
     whether several ``run`` processes may share one data directory.
+``STORE_TABLES: tuple[str, ...]``
+    every table the strategy keeps in the state store (its schema.sql's, and a
+    library's own); ``reset`` drops them, so the next ``submit-demo`` starts from
+    an empty store. ``()`` when the state lives in files.
+``STATE_FILES: tuple[str, ...]`` (optional)
+    names in the data directory that hold state outside the store (input files,
+    checkpoint files, landing files); ``reset`` removes them too.
 ``submit(ctx, records, *, work_ms=0.0, correlation_id=None) -> list[str]``
     queue work (the demo workload or your own records); returns the task ids.
     Without ``correlation_id`` (the demo) it refuses a store that already holds a
@@ -72,8 +79,13 @@ class Context:
     #: The strategy module (set by the CLI; the drill and status use it).
     strategy: ModuleType | None = None
 
+    @property
+    def external_dir(self) -> Path:
+        """Where external.db lives: the ``external_dir`` setting, else the data directory."""
+        return Path(self.settings.external_dir) if self.settings.external_dir else self.data_dir
+
     def external(self) -> ExternalService:
-        return ExternalService(self.data_dir, failure_rate=self.settings.external_failure_rate,
+        return ExternalService(self.external_dir, failure_rate=self.settings.external_failure_rate,
                                busy_timeout_ms=self.settings.busy_timeout_ms)
 
 
@@ -88,7 +100,7 @@ class Submitted(list[str]):
         self.correlation_id = correlation_id
 
 
-REQUIRED = ("NAME", "MULTI_WORKER", "submit", "run", "status", "expected_effects", "REDONE_CALLS_PER_KILL",
+REQUIRED = ("NAME", "MULTI_WORKER", "STORE_TABLES", "submit", "run", "status", "expected_effects", "REDONE_CALLS_PER_KILL",
             "stored_results", "stored_final_states")
 
 
