@@ -28,7 +28,6 @@ wrong (corrupt, unreadable, too new, a bad URL or password) raises a plain
 from __future__ import annotations
 
 import sqlite3
-import time
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
@@ -50,20 +49,20 @@ _PG_UNAVAILABLE_WORDS = ("connection refused", "starting up", "shutting down", "
                          "too many clients", "no route to host", "network is unreachable",
                          "terminating connection")
 
-_last_commit_at = 0.0
+_commits = 0
 
 
-def last_commit_at() -> float:
-    """``time.monotonic()`` of this process's latest successful commit: the proof, for
-    outage.py, that the store was reachable again between two failures."""
-    return _last_commit_at
+def commits() -> int:
+    """How many commits this process has made: outage.py tells a new outage from a
+    continuing one by whether the store took a commit in between."""
+    return _commits
 
 
 def note_commit() -> None:
-    """Record a successful commit (Store.transaction does; a strategy that commits through
+    """Count a successful commit (Store.transaction does; a strategy that commits through
     another library, event sourcing, calls it after its own commits)."""
-    global _last_commit_at
-    _last_commit_at = time.monotonic()
+    global _commits
+    _commits += 1
 
 
 def _one_line(exc: BaseException) -> str:
