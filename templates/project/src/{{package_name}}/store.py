@@ -27,6 +27,7 @@ wrong (corrupt, unreadable, too new, a bad URL or password) raises a plain
 
 from __future__ import annotations
 
+import os
 import sqlite3
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
@@ -37,6 +38,8 @@ from .errors import StoreError, StoreUnavailable, redact
 from .settings import Settings
 
 STATE_DB = "state.db"
+#: PostgreSQL: seconds a connection attempt may take (when the URL does not say).
+CONNECT_TIMEOUT_S = 10
 
 #: SQLSTATEs of a server that is there but cannot serve this connection now: class 08
 #: (connection exception), admin/crash shutdown, "cannot connect now" (starting up,
@@ -201,8 +204,13 @@ def connect(data_dir: Path, settings: Settings, *, create: bool = False) -> Stor
             import psycopg  # only needed for PostgreSQL
         except ImportError:
             raise StoreError("DATABASE_URL is PostgreSQL but psycopg is not installed: pip install 'psycopg[binary]'") from None
+        # A server that does not answer at all (its host down, a network partition) would hold
+        # a connect for the system's TCP timeout, minutes past any store_outage_s: libpq's
+        # connect_timeout bounds it, unless the URL or PGCONNECT_TIMEOUT already does.
+        bound = {} if "connect_timeout" in url or os.environ.get("PGCONNECT_TIMEOUT") else {
+            "connect_timeout": CONNECT_TIMEOUT_S}
         try:
-            conn = psycopg.connect(url, autocommit=True)
+            conn = psycopg.connect(url, autocommit=True, **bound)
         except psycopg.Error as exc:
             # The URL goes to libpq unchanged (sslmode=verify-full, sslrootcert=... included);
             # the message shows it without its password, the driver's text on one line.
