@@ -52,6 +52,8 @@ class Outage:
     def __init__(self, limit_s: float, began: float, rng: random.Random) -> None:
         self.limit_s, self.began, self.rng = limit_s, began, rng
         self.retries = 0
+        #: The store's commit count when the outage began: a commit since ends it.
+        self.commits = store.commits()
 
     def next_pause(self, now: float) -> float | None:
         """Seconds to wait before the next try, or None: the time is up. The last pause
@@ -94,7 +96,7 @@ def ride_out(attempt: Callable[[], int], shutdown: Shutdown, limit_s: float, *,
             return attempt()
         except StoreUnavailable as exc:
             now = clock()
-            if outage is None or store.last_commit_at() > outage.began:
+            if outage is None or store.commits() != outage.commits:
                 outage = Outage(limit_s, now, rng)
                 log(f"{exc}; retrying for up to {limit_s:g} s")
             pause = None if shutdown.requested else outage.next_pause(now)

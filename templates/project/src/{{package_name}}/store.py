@@ -27,8 +27,8 @@ wrong (corrupt, unreadable, too new, a bad URL or password) raises a plain
 
 from __future__ import annotations
 
+import os
 import sqlite3
-import time
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
@@ -38,6 +38,8 @@ from .errors import StoreError, StoreUnavailable, redact
 from .settings import PACKAGE, Settings
 
 STATE_DB = "state.db"
+#: PostgreSQL: seconds a connection attempt may take (when the URL does not say).
+CONNECT_TIMEOUT_S = 10
 
 #: SQLSTATEs of a server that is there but cannot serve this connection now: class 08
 #: (connection exception), admin/crash shutdown, "cannot connect now" (starting up,
@@ -50,20 +52,20 @@ _PG_UNAVAILABLE_WORDS = ("connection refused", "starting up", "shutting down", "
                          "too many clients", "no route to host", "network is unreachable",
                          "terminating connection")
 
-_last_commit_at = 0.0
+_commits = 0
 
 
-def last_commit_at() -> float:
-    """``time.monotonic()`` of this process's latest successful commit: the proof, for
-    outage.py, that the store was reachable again between two failures."""
-    return _last_commit_at
+def commits() -> int:
+    """How many commits this process has made: outage.py tells a new outage from a
+    continuing one by whether the store took a commit in between."""
+    return _commits
 
 
 def note_commit() -> None:
-    """Record a successful commit (Store.transaction does; a strategy that commits through
+    """Count a successful commit (Store.transaction does; a strategy that commits through
     another library, event sourcing, calls it after its own commits)."""
-    global _last_commit_at
-    _last_commit_at = time.monotonic()
+    global _commits
+    _commits += 1
 
 
 def _one_line(exc: BaseException) -> str:
@@ -226,8 +228,13 @@ def connect(data_dir: Path, settings: Settings, *, create: bool = False) -> Stor
             import psycopg  # only needed for PostgreSQL
         except ImportError:
             raise StoreError("DATABASE_URL is PostgreSQL but psycopg is not installed: pip install 'psycopg[binary]'") from None
+        # A server that does not answer at all (its host down, a network partition) would hold
+        # a connect for the system's TCP timeout, minutes past any store_outage_s: libpq's
+        # connect_timeout bounds it, unless the URL or PGCONNECT_TIMEOUT already does.
+        bound = {} if "connect_timeout" in url or os.environ.get("PGCONNECT_TIMEOUT") else {
+            "connect_timeout": CONNECT_TIMEOUT_S}
         try:
-            conn = psycopg.connect(url, autocommit=True)
+            conn = psycopg.connect(url, autocommit=True, **bound)
         except psycopg.Error as exc:
             # The URL goes to libpq unchanged (sslmode=verify-full, sslrootcert=... included);
             # the message shows it without its password, the driver's text on one line.
