@@ -43,8 +43,9 @@ CREATE TABLE results (
     PRIMARY KEY (task_id, seq)
 );
 
--- External calls: 'prepared' is committed BEFORE the call, 'done' with the batch's
--- checkpoint. A 'prepared' intent found on recovery means "the call may have got
+-- External calls: 'prepared' is committed BEFORE the call, and the row is deleted by the
+-- batch's checkpoint (its committed offset now says "done"; earlier versions kept the row
+-- as 'done'). A 'prepared' intent found on recovery means "the call may have got
 -- through": ask the service by idempotency key instead of calling again.
 CREATE TABLE intents (
     idempotency_key VARCHAR(200) PRIMARY KEY,

@@ -210,16 +210,18 @@ def _csv_records(text: str, path: Path) -> list[tuple[int, Any]]:
 
 
 def depth(data: Any) -> int:
-    """Nesting depth of lists and objects, measured without recursion."""
-    deepest, stack = 0, [(data, 0)]
-    while stack:
-        item, level = stack.pop()
-        if isinstance(item, dict):
-            item = list(item.values())
-        if isinstance(item, list):
-            level += 1
-            deepest = max(deepest, level)
-            if deepest > MAX_DEPTH:
-                return deepest
-            stack.extend((child, level) for child in item)
-    return deepest
+    """Nesting depth of lists and objects, measured without recursion.
+
+    Level by level: only the lists and objects of one level are opened for the next, so a
+    task's payload of thousands of flat records costs one pass over their values (it is
+    read on every claim of a task) instead of a stack entry per value.
+    """
+    deepest, level = 0, [data]
+    while True:
+        containers = [item for item in level if isinstance(item, (dict, list))]
+        if not containers:
+            return deepest
+        deepest += 1
+        if deepest > MAX_DEPTH:
+            return deepest
+        level = [child for item in containers for child in (item.values() if isinstance(item, dict) else item)]
