@@ -99,7 +99,12 @@ def inspect_dir(directory: Path, data_dir: Path | None = None,
     url = env.get("DATABASE_URL", "")
     loc = locate(Path(directory), Path(data_dir) if data_dir else None, postgres=_is_postgres(url))
     reading, store = read(loc, url)
-    external = verdict(loc.data_dir, reading.expected, reading.complete, reading.in_doubt)
+    # The project's <PKG>_EXTERNAL_DIR, read as its own commands read it: hosts with separate
+    # data directories share one external service there.
+    package = loc.answers.get("package_name")
+    shared = env.get(f"{package}_EXTERNAL_DIR".upper(), "") if package else ""
+    external = verdict(Path(shared) if shared else loc.data_dir, reading.expected, reading.complete,
+                       reading.in_doubt)
     return {
         "inspect_version": INSPECT_VERSION,
         "project": str(loc.project_dir) if loc.project_dir else None,

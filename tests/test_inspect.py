@@ -346,3 +346,22 @@ def test_before_any_external_call(checkpoint_dir: Path) -> None:
     assert report["external"]["present"] is False and report["external"]["missing"] == 1000
     assert {d["external"] for d in report["in_doubt"]} == {"not applied"}
     assert not (checkpoint_dir / "external.db").exists()
+
+
+@pytest.mark.slow
+def test_inspect_reads_the_shared_external_service(tmp_path: Path) -> None:
+    """<PKG>_EXTERNAL_DIR (several hosts, one service): inspect looks where the project's workers called."""
+    from advisor.scaffold import generate
+
+    dest, shared = tmp_path / "proj", tmp_path / "shared"
+    shared.mkdir()
+    generate("checkpoint", dest, {"project_name": "demo job"})
+    env = {**os.environ, "PYTHONPATH": str(dest / "src"), "DEMO_JOB_EXTERNAL_DIR": str(shared)}
+    for args in (["submit-demo", "--records", "40"], ["run"]):
+        done = subprocess.run([sys.executable, "-m", "demo_job", *args], cwd=dest, env=env, capture_output=True,
+                              text=True, timeout=120)
+        assert done.returncode == 0, done.stderr
+    assert (shared / "external.db").exists() and not (dest / "data" / "external.db").exists()
+    report = inspect_dir(dest, environ={"DEMO_JOB_EXTERNAL_DIR": str(shared)})
+    assert report["external"]["present"] and report["external"]["applied"] == 40, report["external"]
+    assert inspect_dir(dest, environ={})["external"]["present"] is False  # without it: the data dir's, none

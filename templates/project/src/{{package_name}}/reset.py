@@ -23,7 +23,7 @@ from typing import IO, Any
 
 from .errors import JobError, StoreError
 from .external import EXTERNAL_DB
-from .store import STATE_DB, connect, is_postgresql
+from .store import STATE_DB, check_data_dir, connect, is_postgresql
 from .strategy import Context
 
 #: A DROP waits this long for a table in use (a running worker's transaction), then gives up.
@@ -36,6 +36,8 @@ def run(ctx: Context, *, yes: bool, stdin: IO[str] | None = None, out: IO[str] |
     """Ask, then empty the store; 0 when reset, 1 when the answer was not the confirmation."""
     stdin, out = stdin or sys.stdin, out or sys.stdout
     strategy: Any = ctx.strategy
+    if ctx.data_dir.exists():
+        check_data_dir(ctx.data_dir, create=False)  # a file given as --data-dir: exit 2, nothing removed
     postgres = is_postgresql(ctx.settings.database_url) and bool(strategy.STORE_TABLES)
     files = [ctx.data_dir / name for name in getattr(strategy, "STATE_FILES", ())]
     if not postgres and strategy.STORE_TABLES:
