@@ -82,7 +82,8 @@ def check_records(numbered: Iterable[tuple[int, Any]], *, where: Any, from_text:
     :data:`job.RECORD_FIELDS`; otherwise they must already have those types.
     """
     fields: dict[str, type] = dict(getattr(job, "RECORD_FIELDS", {}))
-    checked, seen = [], {}
+    checked: list[dict[str, Any]] = []
+    seen: dict[str, int] = {}
     for n, item in numbered:
         here = where(n)
         record_id = record_id_of(item, here)
@@ -118,7 +119,7 @@ def _typed(value: Any, kind: type, name: str, here: str, *, from_text: bool) -> 
         raise wrong
     if kind is float and isinstance(value, int):
         value = float(value)
-    if not isinstance(value, kind) or (kind is float and not math.isfinite(value)):
+    if not isinstance(value, kind) or (isinstance(value, float) and not math.isfinite(value)):
         raise wrong
     return value
 
