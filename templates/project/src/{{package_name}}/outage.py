@@ -98,13 +98,13 @@ def ride_out(attempt: Callable[[], int], shutdown: Shutdown, limit_s: float, *,
             now = clock()
             if outage is None or store.commits() != outage.commits:
                 outage = Outage(limit_s, now, rng)
-                log(f"{exc}; retrying for up to {limit_s:g} s")
+                log(f"{str(exc).rstrip('.')}; retrying for up to {limit_s:g} s")
             pause = None if shutdown.requested else outage.next_pause(now)
             if shutdown.requested or (pause is not None and not _wait(pause, shutdown, clock, sleep)):
                 log(f"{shutdown.signal_name} while the state store is unreachable: nothing is in hand, "
                     f"the committed state stands; exiting 0")
                 return EXIT_OK
             if pause is None:
-                log(f"error: {exc}; still unreachable after {limit_s:g} s, giving up (exit code "
+                log(f"error: {str(exc).rstrip('.')}; still unreachable after {limit_s:g} s, giving up (exit code "
                     f"{EXIT_STORE_UNAVAILABLE}; {ENV_PREFIX}STORE_OUTAGE_S sets how long to wait)")
                 return EXIT_STORE_UNAVAILABLE
