@@ -146,6 +146,7 @@ def test_three_workers_ride_out_a_postgresql_crash(tmp_path: Path, server: Crash
     assert codes == [0, 0, 0], "\n---\n".join(texts)
     riders = [t for t in texts if "unreachable" in t and "retrying for up to 60 s" in t]
     assert riders, "no worker said it was riding out the outage:\n" + "\n---\n".join(texts)
+    assert all("state store reachable again after" in t for t in riders), "\n---\n".join(riders)
     assert all("Traceback" not in t for t in texts), "\n---\n".join(texts)
     effects = verify(generated, env, data_dir, records)
     assert effects["lost"] == 0 and effects["duplicate_effects"] == 0, effects

@@ -4,7 +4,8 @@ A worker whose state store goes away (:class:`StoreUnavailable`: a connection cu
 server restarting or refusing connections, SQLite locked beyond ``busy_timeout``)
 does not exit at once. It
 
-1. logs one line: what is unreachable, why, and for how long it will try;
+1. logs one line: what is unreachable, why, and for how long it will try (and one
+   more at its first commit after the outage: reachable again, after how long);
 2. lets the strategy close what it had open (its ``run`` closes its connections on
    the way out) and waits, with exponential backoff capped at a few seconds and
    jittered so that workers cut off together do not all come back in one instant;
@@ -82,6 +83,13 @@ def _wait(seconds: float, shutdown: Shutdown, clock: Callable[[], float],
     return False
 
 
+def _back(outage: Outage, log: Callable[[str], None], clock: Callable[[], float]) -> Callable[[], None]:
+    def back() -> None:
+        log(f"state store reachable again after {clock() - outage.began:.1f} s; "
+            f"resumed from the committed state")
+    return back
+
+
 def ride_out(attempt: Callable[[], int], shutdown: Shutdown, limit_s: float, *,
              log: Callable[[str], None] = _log, clock: Callable[[], float] = time.monotonic,
              sleep: Callable[[float], None] = time.sleep, rng: random.Random | None = None) -> int:
@@ -99,6 +107,7 @@ def ride_out(attempt: Callable[[], int], shutdown: Shutdown, limit_s: float, *,
             if outage is None or store.commits() != outage.commits:
                 outage = Outage(limit_s, now, rng)
                 log(f"{str(exc).rstrip('.')}; retrying for up to {limit_s:g} s")
+                store.after_next_commit(_back(outage, log, clock))
             pause = None if shutdown.requested else outage.next_pause(now)
             if shutdown.requested or (pause is not None and not _wait(pause, shutdown, clock, sleep)):
                 log(f"{shutdown.signal_name} while the state store is unreachable: nothing is in hand, "
