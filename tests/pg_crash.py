@@ -37,9 +37,10 @@ class CrashablePostgres:
                 f"-c max_connections=50")
         self._run("-o", opts, "-l", str(self.root / "log"), "-w", "start")
 
-    def crash(self) -> None:
-        """Immediate stop: every connection is cut, nothing is flushed."""
-        self._run("-m", "immediate", "-w", "stop")
+    def crash(self, mode: str = "immediate") -> None:
+        """Immediate stop: every connection is cut, nothing is flushed. ``fast``: an orderly
+        shutdown instead, sessions told why (SQLSTATE 57P01, admin shutdown)."""
+        self._run("-m", mode, "-w", "stop")
 
     def running(self) -> bool:
         return (self.data / "postmaster.pid").exists()

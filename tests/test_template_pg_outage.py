@@ -84,14 +84,15 @@ def applied(data_dir: Path) -> int:
         conn.close()
 
 
-def crash_when(server: CrashablePostgres, data_dir: Path, at_effects: int, *, timeout_s: float = 120) -> bool:
+def crash_when(server: CrashablePostgres, data_dir: Path, at_effects: int, *, timeout_s: float = 120,
+               mode: str = "immediate") -> bool:
     """Crash the server once ``at_effects`` effects are applied, keep it down DOWN_S, start it."""
     deadline = time.monotonic() + timeout_s
     while applied(data_dir) < at_effects:
         if time.monotonic() > deadline:
             return False
         time.sleep(0.05)
-    server.crash()
+    server.crash(mode)
     time.sleep(DOWN_S)
     server.start()
     return True
@@ -112,9 +113,12 @@ def expected_effects(strategy: str, records: int) -> int:
     return records * (3 if strategy == "state-machine" else 1)
 
 
-@pytest.mark.parametrize("strategy,records,work_ms", OUTAGE_STRATEGIES)
+@pytest.mark.parametrize("strategy,records,work_ms,mode", [
+    *((*case, "immediate") for case in OUTAGE_STRATEGIES),
+    ("checkpoint", 1500, 6.0, "fast"),  # an orderly shutdown: sessions get AdminShutdown (57P01)
+])
 def test_three_workers_ride_out_a_postgresql_crash(tmp_path: Path, server: CrashablePostgres, database: str,
-                                                   strategy: str, records: int, work_ms: float) -> None:
+                                                   strategy: str, records: int, work_ms: float, mode: str) -> None:
     generated = generate(tmp_path, strategy)
     env = project_env(generated, database, store_outage_s=60, task_size=100)
     data_dir = tmp_path / "data"
@@ -129,7 +133,7 @@ def test_three_workers_ride_out_a_postgresql_crash(tmp_path: Path, server: Crash
                                              str(data_dir)], cwd=generated.dest, env=env,
                                             stdin=subprocess.DEVNULL, stdout=out, stderr=out))
     try:
-        crashed = crash_when(server, data_dir, expected_effects(strategy, records) // 3)
+        crashed = crash_when(server, data_dir, expected_effects(strategy, records) // 3, mode=mode)
         codes = [w.wait(timeout=240) for w in workers]
     finally:
         for w in workers:
@@ -142,6 +146,7 @@ def test_three_workers_ride_out_a_postgresql_crash(tmp_path: Path, server: Crash
     assert codes == [0, 0, 0], "\n---\n".join(texts)
     riders = [t for t in texts if "unreachable" in t and "retrying for up to 60 s" in t]
     assert riders, "no worker said it was riding out the outage:\n" + "\n---\n".join(texts)
+    assert all("state store reachable again after" in t for t in riders), "\n---\n".join(riders)
     assert all("Traceback" not in t for t in texts), "\n---\n".join(texts)
     effects = verify(generated, env, data_dir, records)
     assert effects["lost"] == 0 and effects["duplicate_effects"] == 0, effects
@@ -183,7 +188,7 @@ def test_an_outage_longer_than_the_limit_exits_4_naming_the_database(tmp_path: P
     url = database.replace("postgres@", "postgres:s3cret-pw@")
     env = project_env(generated, url, store_outage_s=3)
     data_dir = tmp_path / "data"
-    assert cli(generated, env, "submit-demo", "--records", "400", "--work-ms", "20",
+    assert cli(generated, env, "submit-demo", "--records", "200", "--work-ms", "20",
                "--data-dir", str(data_dir)).returncode == 0
     worker = subprocess.Popen([sys.executable, "-m", generated.package, "run", "--data-dir", str(data_dir)],
                               cwd=generated.dest, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
@@ -208,5 +213,53 @@ def test_an_outage_longer_than_the_limit_exits_4_naming_the_database(tmp_path: P
     # Nothing was lost: a worker started once the server is back finishes the job.
     env_ok = project_env(generated, url)
     assert cli(generated, env_ok, "run", "--data-dir", str(data_dir)).returncode == 0
-    effects = verify(generated, env_ok, data_dir, 400)
-    assert effects["lost"] == 0 and effects["duplicate_effects"] == 0 and effects["applied"] == 400, effects
+    effects = verify(generated, env_ok, data_dir, 200)
+    assert effects["lost"] == 0 and effects["duplicate_effects"] == 0 and effects["applied"] == 200, effects
+
+
+@pytest.fixture(scope="module")
+def generated_store(tmp_path_factory: pytest.TempPathFactory):
+    """store.py of a generated PostgreSQL project, imported in-process."""
+    import importlib
+
+    generated = scaffold.generate("checkpoint", tmp_path_factory.mktemp("outage") / "job",
+                                  {"project_name": "Outage Sorting Job", "state_store": "postgresql"})
+    sys.path.insert(0, str(generated.dest / "src"))
+    try:
+        yield importlib.import_module(f"{generated.package}.store")
+    finally:
+        sys.path.remove(str(generated.dest / "src"))
+
+
+def _errors():
+    import psycopg
+    from psycopg import errors as e
+
+    refused = ('connection failed: connection to server at "127.0.0.1", port 5432 failed: Connection refused\n'
+               '\tIs the server running on that host and accepting TCP/IP connections?')
+    return [
+        # (error, while connecting?, an outage to ride out?)
+        (e.AdminShutdown("terminating connection due to administrator command"), False, True),  # pg_ctl -m fast
+        (e.CrashShutdown("terminating connection because of crash of another server process"), False, True),
+        (e.CannotConnectNow("the database system is starting up"), False, True),
+        (e.TooManyConnections("sorry, too many clients already"), False, True),
+        (e.ConnectionFailure("connection failure"), False, True),  # SQLSTATE class 08
+        (psycopg.OperationalError("consuming input failed: server closed the connection unexpectedly"), False, True),
+        (psycopg.OperationalError("the connection is closed"), False, True),  # using it after the cut
+        (psycopg.OperationalError(refused), True, True),  # down, restarting
+        (psycopg.OperationalError("connection failed: FATAL:  the database system is not yet accepting "
+                                  "connections"), True, True),  # recovering after a crash
+        (psycopg.OperationalError('connection failed: FATAL:  database "jobz" does not exist'), True, False),
+        (psycopg.OperationalError('connection failed: FATAL:  password authentication failed for user "bob"'),
+         True, False),
+        (psycopg.OperationalError("failed to resolve host 'db-hots': Name or service not known"), True, False),
+        (e.InvalidPassword("password authentication failed"), False, False),  # 28P01: a mistake
+        (e.SerializationFailure("could not serialize access"), False, False),  # 40001: not an outage
+        (e.QueryCanceled("canceling statement due to statement timeout"), False, False),
+        (e.UniqueViolation("duplicate key value"), False, False),  # a bug, not an outage
+    ]
+
+
+def test_postgresql_errors_are_sorted_into_outages_and_mistakes(generated_store) -> None:
+    for error, connecting, outage in _errors():
+        assert generated_store.postgresql_unavailable(error, connecting=connecting) is outage, error

@@ -4,7 +4,8 @@ A worker whose state store goes away (:class:`StoreUnavailable`: a connection cu
 server restarting or refusing connections, SQLite locked beyond ``busy_timeout``)
 does not exit at once. It
 
-1. logs one line: what is unreachable, why, and for how long it will try;
+1. logs one line: what is unreachable, why, and for how long it will try (and one
+   more at its first commit after the outage: reachable again, after how long);
 2. lets the strategy close what it had open (its ``run`` closes its connections on
    the way out) and waits, with exponential backoff capped at a few seconds and
    jittered so that workers cut off together do not all come back in one instant;
@@ -82,6 +83,13 @@ def _wait(seconds: float, shutdown: Shutdown, clock: Callable[[], float],
     return False
 
 
+def _back(outage: Outage, log: Callable[[str], None], clock: Callable[[], float]) -> Callable[[], None]:
+    def back() -> None:
+        log(f"state store reachable again after {clock() - outage.began:.1f} s; "
+            f"resumed from the committed state")
+    return back
+
+
 def ride_out(attempt: Callable[[], int], shutdown: Shutdown, limit_s: float, *,
              log: Callable[[str], None] = _log, clock: Callable[[], float] = time.monotonic,
              sleep: Callable[[float], None] = time.sleep, rng: random.Random | None = None) -> int:
@@ -98,13 +106,14 @@ def ride_out(attempt: Callable[[], int], shutdown: Shutdown, limit_s: float, *,
             now = clock()
             if outage is None or store.commits() != outage.commits:
                 outage = Outage(limit_s, now, rng)
-                log(f"{exc}; retrying for up to {limit_s:g} s")
+                log(f"{str(exc).rstrip('.')}; retrying for up to {limit_s:g} s")
+                store.after_next_commit(_back(outage, log, clock))
             pause = None if shutdown.requested else outage.next_pause(now)
             if shutdown.requested or (pause is not None and not _wait(pause, shutdown, clock, sleep)):
                 log(f"{shutdown.signal_name} while the state store is unreachable: nothing is in hand, "
                     f"the committed state stands; exiting 0")
                 return EXIT_OK
             if pause is None:
-                log(f"error: {exc}; still unreachable after {limit_s:g} s, giving up (exit code "
+                log(f"error: {str(exc).rstrip('.')}; still unreachable after {limit_s:g} s, giving up (exit code "
                     f"{EXIT_STORE_UNAVAILABLE}; {ENV_PREFIX}STORE_OUTAGE_S sets how long to wait)")
                 return EXIT_STORE_UNAVAILABLE

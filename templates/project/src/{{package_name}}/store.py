@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import os
 import sqlite3
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -53,6 +53,7 @@ _PG_UNAVAILABLE_WORDS = ("connection refused", "starting up", "shutting down", "
                          "terminating connection")
 
 _commits = 0
+_after_next_commit: Callable[[], None] | None = None
 
 
 def commits() -> int:
@@ -61,11 +62,21 @@ def commits() -> int:
     return _commits
 
 
+def after_next_commit(callback: Callable[[], None]) -> None:
+    """Call ``callback`` once, at the next successful commit (outage.py: "reachable again");
+    it replaces one not called yet."""
+    global _after_next_commit
+    _after_next_commit = callback
+
+
 def note_commit() -> None:
     """Count a successful commit (Store.transaction does; a strategy that commits through
     another library, event sourcing, calls it after its own commits)."""
-    global _commits
+    global _commits, _after_next_commit
     _commits += 1
+    if _after_next_commit is not None:
+        callback, _after_next_commit = _after_next_commit, None
+        callback()
 
 
 def _one_line(exc: BaseException) -> str:
