@@ -6,11 +6,19 @@
    same work — the same records, the same external calls, the same result rows,
    the same durability pragmas (WAL, synchronous=FULL, busy_timeout) and the same
    batch size — but with no progress tracking (no task row, no offset, no
-   intents). Each ratio twice: with the simulated service fsyncing every call (as
-   a durable remote API does; it is the same on both sides and hides our overhead)
-   and with its fsync off (``ExternalService(durable=False)``: our overhead alone).
-   Target: checkpointed / raw >= 0.8 with the service's fsync on (at 0 and 0.5 ms
-   of work per record); the fsync-off ratios are printed, not targets.
+   intents). Both sides send the same idempotency keys, store results rows of the
+   same size and are timed alike: from opening the state database and the service
+   to closing both (the worker's ``run()``); the input is in the worker's task row
+   (read back on the claim) and in the raw loop's memory. Each ratio twice: with the
+   simulated service fsyncing every call (as a durable remote API does; the same on
+   both sides) and with its fsync off (``ExternalService(durable=False)``: our
+   overhead alone, nothing to hide it).
+   TARGET (issue 10): checkpointed / raw >= 0.9 at 0 ms of work WITH the service's
+   fsync on; >= 0.8 at 0.5 ms, fsync on. The fsync-off ratios are printed, not
+   targets: they stay below 0.9 because a checkpoint commit writes ~25 WAL pages
+   per batch where the raw loop writes ~9 (the next batch's 100 intents inserted
+   and this batch's deleted, and the task row, which holds the task's input,
+   rewritten by each offset update); see "Measured" below.
 2. Our own cost per record: the worker's time per record minus the time of the
    job and its calls alone (no state store; service fsync off), beside its floor,
    the fsyncs a batch needs x the fsync time measured in this run / batch size.
@@ -49,7 +57,7 @@ PACKAGE = "bench_job"
 MODULES = ("checkpoint", "external", "job", "settings", "shutdown", "strategy")
 
 #: Ratio targets per (work per record, service fsync on?); None: printed, not a target.
-TARGETS = {(0.0, True): 0.8, (0.0, False): None, (0.5, True): 0.8, (0.5, False): None}
+TARGETS = {(0.0, True): 0.9, (0.0, False): None, (0.5, True): 0.8, (0.5, False): None}
 #: One commit per batch: its results + offset + intents done, with the NEXT batch's intents
 #: (durable before that batch's calls). The claim is one more per task (task_size records).
 FSYNCS_PER_BATCH = 1
@@ -57,6 +65,11 @@ WHY = "results + offset, with the next batch's intents"
 #: Not a target: at batch 100 the fsync share (~2-3 us/record) is smaller than writing a result
 #: row alone (~4-5 us), so 2 x the floor is out of reach of any loop that stores its results.
 NOT_A_TARGET = "per-record row writes exceed the per-record fsync share at this batch size"
+
+
+#: The raw loop's task id: the worker's (one task of all the records), so both sides send the
+#: same idempotency keys and store results rows of the same size.
+RAW_TASK = "demo-00000"
 
 
 def run_checkpointed(m, data_dir: Path, records: list[dict], batch_size: int, work_ms: float,  # type: ignore[no-untyped-def]
@@ -98,7 +111,7 @@ def run_raw(m, data_dir: Path, records: list[dict], batch_size: int, work_ms: fl
         outputs = []
         for seq in range(offset, min(offset + batch_size, len(records))):
             record = records[seq]
-            key = f"raw/{record['record_id']}"
+            key = f"{RAW_TASK}/{record['record_id']}"  # the key the worker sends for this record
 
             def effect(payload, step="", record=record, key=key):  # type: ignore[no-untyped-def]
                 return external.apply(record["record_id"], step, key, payload)
@@ -108,7 +121,7 @@ def run_raw(m, data_dir: Path, records: list[dict], batch_size: int, work_ms: fl
         now = time.time()
         # executemany, as the checkpointed side writes its results: only progress tracking differs.
         conn.executemany("INSERT INTO results VALUES (?, ?, ?, ?, ?)",
-                         [("raw", seq, record_id, json.dumps(output), now) for seq, record_id, output in outputs])
+                         [(RAW_TASK, seq, record_id, json.dumps(output), now) for seq, record_id, output in outputs])
         conn.execute("COMMIT")
     external.close()
     conn.close()
@@ -165,6 +178,7 @@ def main() -> int:
         target = TARGETS[(work_ms, durable)]
         print(f"{work_ms:>10.1f}ms {service_label(durable):>17} {n:>8} {pair.row()}  "
               + (targets.at_least(f"ratio, {work_ms} ms, {service_label(durable)}", pair.ratio(), target) if target
+                 else "(not a target: our overhead alone, see the docstring)" if not durable
                  else "(not a target)"))
     print(cost.line("checkpoint", FSYNCS_PER_BATCH, args.batch_size, WHY, not_a_target=NOT_A_TARGET))
     print(cost.raw_line())
