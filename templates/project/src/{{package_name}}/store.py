@@ -242,8 +242,8 @@ def connect(data_dir: Path, settings: Settings, *, create: bool = False) -> Stor
         # A server that does not answer at all (its host down, a network partition) would hold
         # a connect for the system's TCP timeout, minutes past any store_outage_s: libpq's
         # connect_timeout bounds it, unless the URL or PGCONNECT_TIMEOUT already does.
-        bound = {} if "connect_timeout" in url or os.environ.get("PGCONNECT_TIMEOUT") else {
-            "connect_timeout": CONNECT_TIMEOUT_S}
+        bound: dict[str, Any] = ({} if "connect_timeout" in url or os.environ.get("PGCONNECT_TIMEOUT")
+                                 else {"connect_timeout": CONNECT_TIMEOUT_S})
         try:
             conn = psycopg.connect(url, autocommit=True, **bound)
         except psycopg.Error as exc:
