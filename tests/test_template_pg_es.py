@@ -220,7 +220,10 @@ def test_workers_finish_through_a_postgresql_crash(tmp_path: Path, strategy: str
         effects, distinct = conn.execute(
             "SELECT COUNT(*), COUNT(DISTINCT record_id || '/' || step) FROM effects").fetchone()
         records_applied = conn.execute("SELECT COUNT(DISTINCT record_id) FROM effects").fetchone()[0]
+        # A call cut off by the crash was prepared first: looked up after it, never sent again.
+        resent = conn.execute("SELECT COUNT(*) FROM calls WHERE kind = 'apply' AND outcome = 'duplicate'").fetchone()[0]
     finally:
         conn.close()
     assert records_applied == records  # nothing lost
     assert effects == distinct  # nothing doubled
+    assert resent == 0
