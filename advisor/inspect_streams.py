@@ -15,14 +15,22 @@ SELECT t.task_id, t.stream_id, t.total, t.status, t.acked, t.replayed, t.error,
        (SELECT MAX(e.originator_version) FROM stored_events e
         WHERE e.originator_id = REPLACE(t.stream_id, '-', '')) AS version
 FROM es_tasks t ORDER BY t.task_id"""
+# The library's PostgreSQL store: originator_id is a uuid, the notification id a column.
+STREAMS_PG = STREAMS.replace("e.originator_id = REPLACE(t.stream_id, '-', '')", "e.originator_id::text = t.stream_id")
+
+
+def _note_id(source: Source) -> str:
+    """The notification id: SQLite's rowid, PostgreSQL's notification_id column."""
+    return "notification_id" if source.kind == "postgresql" else "rowid"
 
 
 def event_sourcing(source: Source, lease_s: float, strategy: str | None) -> Reading:
     now = time.time()
-    streams = source.rows(STREAMS)
+    streams = source.rows(STREAMS_PG if source.kind == "postgresql" else STREAMS)
     subs = {r["name"]: r for r in source.rows("SELECT * FROM es_subscribers")}
-    last_note = int(source.rows("SELECT COALESCE(MAX(rowid), 0) AS n FROM stored_events")[0]["n"])
-    payments = int(source.rows("SELECT COUNT(*) AS n FROM stored_events WHERE topic LIKE '%:Payment.%'")[0]["n"])
+    last_note = int(source.rows(f"SELECT COALESCE(MAX({_note_id(source)}), 0) AS n FROM stored_events")[0]["n"])
+    payments = int(source.rows("SELECT COUNT(*) AS n FROM stored_events WHERE topic LIKE ?",
+                                ("%:Payment.%",))[0]["n"])
     if strategy is None:
         strategy = "event-sourcing-idempotent" if payments else "event-sourcing"
     idempotent = strategy == "event-sourcing-idempotent"
@@ -85,15 +93,16 @@ def _prepared_effects(source: Source, pos: int, upto: int, streams: list[dict[st
         return []
     task_of = {str(s["stream_id"]).replace("-", ""): s["task_id"] for s in streams}
     found = []
-    for row in source.rows("SELECT rowid AS id, originator_id, state FROM stored_events WHERE rowid > ? AND rowid <= ? "
-                           "ORDER BY rowid", (pos, upto)):
+    note = _note_id(source)
+    for row in source.rows(f"SELECT {note} AS id, originator_id, state FROM stored_events WHERE {note} > ? AND "
+                           f"{note} <= ? ORDER BY {note}", (pos, upto)):
         try:
             ev = json.loads(row["state"])
         except (TypeError, ValueError):
             continue  # not JSON (a compressed or encrypted store): counted, not listed
         for eff in ev.get("effects") or []:
             step = str(eff.get("step") or "")
-            base = ev.get("key") or f"{task_of.get(row['originator_id'], '?')}/{ev.get('record_id')}"
+            base = ev.get("key") or f"{task_of.get(str(row['originator_id']).replace('-', ''), '?')}/{ev.get('record_id')}"
             found.append({"key": base + (f"/{step}" if step else ""), "record_id": str(ev.get("record_id")),
                           "step": step, "where": f"notification {row['id']}"})
     return found

@@ -304,7 +304,7 @@ def test_inspect_a_generated_project(tmp_path: Path, strategy: str, extra: dict[
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("strategy", ["checkpoint", "idempotent-retry", "state-machine"])
+@pytest.mark.parametrize("strategy", ["checkpoint", "idempotent-retry", "state-machine", "event-sourcing"])
 def test_inspect_a_project_on_postgresql(tmp_path: Path, postgres_url: str, strategy: str) -> None:
     """DATABASE_URL as the project understands it: the state from PostgreSQL, read only."""
     import uuid

@@ -44,9 +44,10 @@ OPTION_SETS = {
     "state-machine-pg": ("state-machine", {"project_name": "Sm Pg Job", "state_store": "postgresql",
                                            "grace_period_s": 10}),
     "event-sourcing": ("event-sourcing", {"project_name": "Es Events Job"}),
-    # Snapshots often and small batches: rebuilds and the drill cross many snapshots.
+    # Snapshots often and small batches: rebuilds and the drill cross many snapshots. PostgreSQL as the
+    # default store: its dependencies (the library's postgres extra) install; the suite runs on SQLite.
     "event-sourcing-tuned": ("event-sourcing", {"project_name": "Es Tuned Job", "snapshot_every": 7,
-                                                "batch_size": 30, "task_size": 400}),
+                                                "batch_size": 30, "task_size": 400, "state_store": "postgresql"}),
     "event-sourcing-idempotent": ("event-sourcing-idempotent", {"project_name": "Es Ledger Job"}),
 }
 

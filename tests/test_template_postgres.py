@@ -32,7 +32,7 @@ def fresh_database(postgres_url: str) -> str:
 
 
 # (strategy, records): a state-machine order makes three external calls, so fewer of them.
-# The event-sourcing strategies are not generated for PostgreSQL yet (docs/strategies-generated.md).
+# The event-sourcing strategies on PostgreSQL: tests/test_template_pg_es.py (three workers, PostgreSQL crashed).
 PG_STRATEGIES = [("checkpoint", 1000), ("idempotent-retry", 600), ("state-machine", 300)]
 
 

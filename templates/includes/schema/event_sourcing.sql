@@ -1,5 +1,6 @@
 -- Event sourcing ({{ strategy }}): the event store itself belongs to the
--- `eventsourcing` library, which creates its tables in the same state.db:
+-- `eventsourcing` library, which creates its tables in the same database (state.db,
+-- or PostgreSQL's, where the notification id is a bigserial column, not the rowid):
 --
 --   stored_events    (originator_id, originator_version, topic, state)   PRIMARY KEY
 --                    (originator_id, originator_version): append-only, and the
