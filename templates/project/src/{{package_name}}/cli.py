@@ -75,7 +75,12 @@ def build_parser(strategy: object) -> argparse.ArgumentParser:
 
     p = sub.add_parser("run", parents=[common], help="work until nothing is left, then exit 0")
     p.add_argument("--limit", type=positive_int, default=None,
-                   help="stop after checkpointing about this many records (a slice; for tests and canaries)")
+                   help="stop after checkpointing about this many records (a slice; for tests and canaries)"
+                        + ("; the queue is not consumed then" if settings_module.INPUT_SOURCE == "rabbitmq" else ""))
+    if settings_module.INPUT_SOURCE == "rabbitmq":
+        p.add_argument("--follow", action="store_true",
+                       help="keep consuming the queue when it is empty (without it, run exits 0 once the queue "
+                            "is drained and the work is done)")
     p.set_defaults(func=cmd_run)
 
     p = sub.add_parser("status", parents=[common], help="progress, last checkpoint age and rate per task")
@@ -112,6 +117,10 @@ def cmd_submit_demo(args: argparse.Namespace, ctx: Context) -> int:
 def cmd_run(args: argparse.Namespace, ctx: Context) -> int:
     shutdown = Shutdown(ctx.settings.grace_period_s).install()
     try:
+        if settings_module.INPUT_SOURCE == "rabbitmq" and args.limit is None:  # the queue is the input
+            from . import amqp_input
+
+            return amqp_input.run(ctx, shutdown, follow=args.follow)
         return int(ctx.strategy.run(ctx, shutdown, limit=args.limit))
     finally:
         shutdown.cancel()

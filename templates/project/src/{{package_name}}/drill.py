@@ -218,7 +218,8 @@ class Drill:
         records = demo_records(self.records)
         # submit writes the input the whole run depends on: its durability is watched too.
         with Probe(_probe_dir(data_dir), STATE_DB).watch():
-            strategy.submit(ctx, records, work_ms=self.work_ms)
+            # A queue input (drill_submit, strategy.py) publishes the records for the workers instead.
+            getattr(strategy, "drill_submit", strategy.submit)(ctx, records, work_ms=self.work_ms)
         # The oracle starts now and runs while the workers do: it costs the drill
         # (almost) no time. It reads the submitted input, never the strategy's state.
         (data_dir / INPUT_FILE).write_text(json.dumps(records), encoding="utf-8")
