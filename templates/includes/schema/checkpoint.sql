@@ -6,8 +6,8 @@
 -- transaction: after kill -9 the task resumes at the last committed offset.
 CREATE TABLE tasks (
     task_id            VARCHAR(64)  PRIMARY KEY,
-    -- The id of the message that asked for this work: a redelivered message finds
-    -- its existing task (and checkpoint) by it instead of starting from zero.
+    -- Unique per task: the demo's record range, or the task id itself for a
+    -- submission (whose correlation id is kept in `submissions` below).
     correlation_id     VARCHAR(64)  NOT NULL UNIQUE,
     -- The original input, as versioned JSON: recovery never depends on the queue
     -- redelivering it.
@@ -56,5 +56,15 @@ CREATE TABLE intents (
     done_at         DOUBLE PRECISION
 );
 
+-- The submissions taken (submit --file, a queue message), by correlation id: a
+-- redelivered submission finds its row and gets its task ids back instead of
+-- adding the work again (correlation.py; added in schema version 3).
+CREATE TABLE submissions (
+    correlation_id VARCHAR(200) PRIMARY KEY,
+    task_ids       TEXT         NOT NULL,        -- JSON list: what the submission queued
+    records        INTEGER      NOT NULL,
+    submitted_at   DOUBLE PRECISION NOT NULL
+);
+
 CREATE TABLE schema_version (version INTEGER NOT NULL);
-INSERT INTO schema_version (version) VALUES (2);
+INSERT INTO schema_version (version) VALUES (3);

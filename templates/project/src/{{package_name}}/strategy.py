@@ -14,7 +14,9 @@ talk to the strategy only through the module named by ``settings.RUNTIME_MODULE`
     workload (JobError). With one (``submit --file``, a queue message) it adds the
     records as new work, unless that id was submitted before: then it returns the
     existing task ids and adds nothing, in the same transaction that would have
-    added them (a redelivered submission finds the existing work).
+    added them (a redelivered submission finds the existing work). The answer is a
+    :class:`Submitted` (a list of task ids whose ``added`` says which case it was).
+    The records are taken as given: check them first (submission.check_records).
 ``run(ctx, shutdown, *, limit=None) -> int``
     work until nothing is left (or ``limit`` records were processed, or
     ``shutdown.requested``), checkpointing as it goes; returns the exit code.
@@ -73,6 +75,15 @@ class Context:
     def external(self) -> ExternalService:
         return ExternalService(self.data_dir, failure_rate=self.settings.external_failure_rate,
                                busy_timeout_ms=self.settings.busy_timeout_ms)
+
+
+class Submitted(list[str]):
+    """The task ids a ``submit`` answered with; ``added`` is False when the correlation
+    id had been submitted before and these are the ids of that earlier submission."""
+
+    def __init__(self, task_ids: list[str], *, added: bool = True) -> None:
+        super().__init__(task_ids)
+        self.added = added
 
 
 REQUIRED = ("NAME", "MULTI_WORKER", "submit", "run", "status", "expected_effects", "REDONE_CALLS_PER_KILL",
