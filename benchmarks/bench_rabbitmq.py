@@ -123,51 +123,55 @@ def main() -> int:
     parser.add_argument("--messages", type=int, default=1500, help="messages per side and round (one record each)")
     parser.add_argument("--records-per-message", type=int, default=100, help="checkpoint: records per message")
     parser.add_argument("--checkpoint-messages", type=int, default=60)
-    parser.add_argument("--work-ms", type=float, default=0.0)
+    parser.add_argument("--work-ms", default="0,1", help="simulated work per record (ms), a row each (comma list)")
     parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--only", choices=sorted(PROJECTS), default=None, help="one project only")
     args = parser.parse_args()
     targets = Targets()
     rows = []
     with tempfile.TemporaryDirectory(prefix="bench-rabbitmq-") as tmp, rabbitmq_server() as broker:
         root = Path(tmp)
         for name, (package, answers) in PROJECTS.items():
+            if args.only not in (None, name):
+                continue
             generated = scaffold.generate(name, root / name, answers)
             m = load_generated(generated.dest, package, MODULES)
             per = 1 if name == "idempotent-retry" else args.records_per_message
             count = args.messages if name == "idempotent-retry" else args.checkpoint_messages
             settings = dataclasses.replace(m["settings"].Settings(), amqp_url=broker.url, amqp_idle_s=0.2,
                                            task_size=max(per, 1), batch_size=max(per, 1))
-            pair = Pair()
-            for i in range(args.repeat):
-                records = m["job"].demo_records(count * per)
-                bodies = [(f"{name}-{i}-{n}", json.dumps({"records": records[n * per:(n + 1) * per],
-                                                          "work_ms": args.work_ms}).encode())
-                          for n in range(count)]
-                ours_q, plain_q = f"bench.{name}.{i}.ours", f"bench.{name}.{i}.plain"
-                publish(broker.url, ours_q, bodies, m["amqp_input"].declare)
-                publish(broker.url, plain_q, bodies, m["amqp_input"].declare)
+            for work_ms in [float(w) for w in str(args.work_ms).split(",")]:
+                pair = Pair()
+                for i in range(args.repeat):
+                    records = m["job"].demo_records(count * per)
+                    bodies = [(f"{name}-{work_ms}-{i}-{n}", json.dumps({"records": records[n * per:(n + 1) * per],
+                                                              "work_ms": work_ms}).encode())
+                              for n in range(count)]
+                    ours_q, plain_q = f"bench.{name}.{work_ms}.{i}.ours", f"bench.{name}.{work_ms}.{i}.plain"
+                    publish(broker.url, ours_q, bodies, m["amqp_input"].declare)
+                    publish(broker.url, plain_q, bodies, m["amqp_input"].declare)
 
-                def ours(i: int = i, ours_q: str = ours_q) -> float:
-                    return count * run_ours(m, root / f"{name}-ours-{i}", settings, ours_q)
+                    def ours(i: int = i, ours_q: str = ours_q) -> float:
+                        return count * run_ours(m, root / f"{name}-ours-{work_ms}-{i}", settings, ours_q)
 
-                def plain(i: int = i, plain_q: str = plain_q) -> float:
-                    return count * run_plain(m, root / f"{name}-plain-{i}", broker.url, plain_q,
-                                             settings.amqp_prefetch, settings.amqp_idle_s, name)
+                    def plain(i: int = i, plain_q: str = plain_q) -> float:
+                        return count * run_plain(m, root / f"{name}-plain-{work_ms}-{i}", broker.url, plain_q,
+                                                 settings.amqp_prefetch, settings.amqp_idle_s, name)
 
-                pair.round(ours, plain)
-            rows.append((name, per, count, settings.amqp_prefetch, pair))
+                    pair.round(ours, plain)
+                rows.append((name, per, count, settings.amqp_prefetch, work_ms, pair))
             sys.path.remove(str(generated.dest / "src"))
             for module in [k for k in sys.modules if k == package or k.startswith(package + ".")]:
                 del sys.modules[module]
     print(f"[{load_note()}]")
     print(f"queue input: our consumer vs a plain pika consumer (commit, then ack), same broker, same job and "
-          f"external calls, SQLite WAL + synchronous=FULL, work {args.work_ms} ms/record "
+          f"external calls, SQLite WAL + synchronous=FULL "
           f"({args.repeat} rounds, sides back to back; medians, ratio range over rounds)")
-    print(f"{'project':>18} {'records/msg':>11} {'messages':>8} {'prefetch':>8} {'ours msg/s':>14} "
+    print(f"{'project':>18} {'work ms':>7} {'records/msg':>11} {'messages':>8} {'prefetch':>8} {'ours msg/s':>14} "
           f"{'plain msg/s':>11} {'ratio':>6} (range)")
-    for name, per, count, prefetch, pair in rows:
-        print(f"{name:>18} {per:>11} {count:>8} {prefetch:>8} {pair.row()}  "
-              + targets.at_least(f"{name}: ours / plain pika consumer", pair.ratio(), TARGET))
+    for name, per, count, prefetch, work_ms, pair in rows:
+        print(f"{name:>18} {work_ms:>7g} {per:>11} {count:>8} {prefetch:>8} {pair.row()}  "
+              + targets.at_least(f"{name}, {work_ms:g} ms/record: ours / plain pika consumer", pair.ratio(), TARGET))
     return targets.exit_code()
 
 
