@@ -573,6 +573,9 @@ def summary(report: dict[str, Any]) -> str:
         f"recovery ms p50 {rec['p50']} p95 {rec['p95']} max {rec['max']}; "
         f"{report['throughput']} records/s; {report['wall_s']} s",
         f"durability: {_durability_line(report['durability'])}",
+        *([f"queue: {report['messages']} messages, redelivered {report['redelivered']}, deduped "
+           f"{report['deduped']}, rejected {report['rejected']}, left in the queue {report['queue_left']}"]
+          if "redelivered" in report else []),
         *([f"kills by window: " + ", ".join(f"{w} {n}" for w, n in report["kills_by_window"].items())]
           if report.get("aim") else []),
         f"data: {report['data_dir']}",
