@@ -133,7 +133,7 @@ def test_checkpoint_recovery_point_in_the_strategys_words(checkpoint_dir: Path) 
     assert "1 (record, step) applied twice (e.g. r0000005 2 times)" in text
     assert "699 of 1000 expected not applied yet" in text
     assert [p["id"] for p in report["recovery_points"] if p["highlight"]] == ["demo-00000"]
-    assert report["schema_version"] == 2
+    assert report["schema_version"] == 3  # the submissions table (correlation ids) came with version 3
     assert {t["name"]: t["rows"] for t in report["tables"]}["intents"] == 3
 
 

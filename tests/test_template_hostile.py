@@ -131,16 +131,19 @@ def test_the_readme_shows_tls_for_postgresql_and_rabbitmq(project):
 # ---- submit --file: hostile files, nothing queued -------------------------------------
 HOSTILE_INPUTS = [
     ("deep.json", b"[" * 100_000 + b"]" * 100_000, "nested more than"),
-    ("deep.jsonl", b'{"record_id": 1}\n{"record_id": 2, "x": ' + b"[" * 50 + b"]" * 50 + b"}\n", "line 2"),
+    ("deep.jsonl", b'{"record_id": 1}\n{"record_id": 2, "x": ' + b"[" * 50 + b"]" * 50 + b"}\n", ":2: nested"),
     ("binary.json", b"\x89PNG\r\n\x1a\n\x00\x00", "UTF-8"),
-    ("latin1.csv", "record_id,name\n1,ok\n2,caf\xe9\n".encode("latin-1"), "line 3"),
+    ("latin1.csv", "record_id,name\n1,ok\n2,caf\xe9\n".encode("latin-1"), ":3: not UTF-8"),
     ("nul.csv", b"record_id,name\n1,a\x00b\n", "NUL"),
     ("noid.csv", b"id,name\n1,a\n", "record_id"),
-    ("ragged.csv", b"record_id,name\n1,a\n2,b,extra\n", "line 3"),
-    ("noid.json", b'[{"record_id": 1}, {"name": "no id"}]', "record 1"),
+    ("ragged.csv", b"record_id,name\n1,a\n2,b,extra\n", ":3: 2 fields expected"),
+    ("noid.json", b'[{"record_id": 1},\n {"name": "no id"}]', ":2: the record has no 'record_id'"),
     ("object.json", b'{"record_id": 1}', "JSON list"),
-    ("bad.jsonl", b'{"record_id": 1}\n{"record_id": \n', "line 2"),
-    ("hugefield.csv", b"record_id,blob\n1," + b"x" * 200_000 + b"\n", "line"),
+    ("bad.jsonl", b'{"record_id": 1}\n{"record_id": \n', ":2: not valid JSON"),
+    ("hugefield.csv", b"record_id,blob\n1," + b"x" * 200_000 + b"\n", ":2: not valid CSV"),
+    ("duplicate.jsonl", b'{"record_id": "a", "value": 1}\n{"record_id": "a", "value": 2}\n', ":2: duplicate record_id"),
+    ("wrongtype.csv", b"record_id,value\na,1\nb,x\n", ":3: 'value' must be an integer"),
+    ("orders.txt", b'{"record_id": "a", "value": 1}\n', "accepted: .jsonl"),
 ]
 
 
@@ -155,11 +158,11 @@ def test_hostile_submit_files_exit_2_in_one_line_and_queue_nothing(project, tmp_
 
 
 def test_jsonl_and_csv_inputs_queue_every_record(project, tmp_path):
-    rows = [{"record_id": f"r{i}", "amount": str(i)} for i in range(25)]
+    rows = [{"record_id": f"r{i}", "value": i} for i in range(25)]  # the demo job's field (job.RECORD_FIELDS)
     jsonl = tmp_path / "in.jsonl"
     jsonl.write_text("\n".join(json.dumps(r) for r in rows) + "\n")
     buf = io.StringIO()
-    writer = csv.DictWriter(buf, fieldnames=["record_id", "amount"])
+    writer = csv.DictWriter(buf, fieldnames=["record_id", "value"])
     writer.writeheader()
     writer.writerows(rows)
     (tmp_path / "in.csv").write_text(buf.getvalue())

@@ -69,3 +69,38 @@ def test_unreachable_postgresql_is_a_clear_error(tmp_path: Path) -> None:
     result = subprocess.run([sys.executable, "-m", generated.package, "submit-demo", "--records", "5",
                              "--data-dir", str(tmp_path / "data")], env=env, capture_output=True, text=True)
     assert result.returncode == 2 and "cannot connect" in result.stderr and "Traceback" not in result.stderr
+
+
+SUBMIT_ONCE = """
+import json, sys
+from {pkg}.submission import submit_records
+ids = submit_records([{{"record_id": f"o-{{i}}", "value": i}} for i in range(40)], data_dir=sys.argv[1],
+                     correlation_id="delivered-four-times")
+print(json.dumps({{"ids": list(ids), "added": ids.added}}))
+"""
+
+
+@pytest.mark.parametrize("strategy", [s for s, _ in PG_STRATEGIES])
+def test_one_submission_delivered_four_times_at_once_is_queued_once(tmp_path: Path, fresh_database: str,
+                                                                     strategy: str) -> None:
+    generated = scaffold.generate(strategy, tmp_path / "job", {"project_name": "Pg Submit Job"})
+    env = {**os.environ, "DATABASE_URL": fresh_database, "PYTHONPATH": str(generated.dest / "src")}
+    data = str(tmp_path / "data")
+    code = SUBMIT_ONCE.format(pkg=generated.package)
+    # Four processes at once: on PostgreSQL the loser of the correlation id's insert waits for
+    # the winner's commit and answers with its task ids (correlation.claim).
+    procs = [subprocess.Popen([sys.executable, "-c", code, data], env=env, stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE, text=True) for _ in range(4)]
+    answers = []
+    for proc in procs:
+        out, err = proc.communicate(timeout=120)
+        assert proc.returncode == 0, err
+        answers.append(json.loads(out))
+    assert sum(a["added"] for a in answers) == 1, answers
+    assert len({json.dumps(a["ids"]) for a in answers}) == 1 and answers[0]["ids"], answers
+    run = subprocess.run([sys.executable, "-m", generated.package, "run", "--data-dir", data], env=env,
+                         capture_output=True, text=True, timeout=120)
+    assert run.returncode == 0, run.stderr
+    status = subprocess.run([sys.executable, "-m", generated.package, "status", "--json", "--data-dir", data],
+                            env=env, capture_output=True, text=True)
+    assert json.loads(status.stdout)["total"] == json.loads(status.stdout)["done"] == 40

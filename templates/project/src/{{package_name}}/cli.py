@@ -1,6 +1,7 @@
 """The command line: the same commands in every generated project.
 
     python -m <package> submit-demo --records 2000 [--work-ms 1]
+    python -m <package> submit --file orders.csv [--correlation-id ID] [--work-ms MS]
     python -m <package> run
     python -m <package> status [--json]
     python -m <package> drill --records 2000 --kills 10 --seed 1 [--sigterm] [--json]
@@ -13,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import shlex
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -20,8 +22,10 @@ from pathlib import Path
 from . import drill as drill_module
 from . import settings as settings_module
 from . import status as status_module
+from . import submission
 from .errors import EXIT_OK, EXIT_USAGE, JobError
 from .job import demo_records
+from .safe_read import INPUT_FORMATS
 from .settings import Settings
 from .shutdown import Shutdown
 from .strategy import Context, load
@@ -73,6 +77,19 @@ def build_parser(strategy: object) -> argparse.ArgumentParser:
                    help="make the simulated external service fail this fraction of calls transiently (0 <= F < 1)")
     p.set_defaults(func=cmd_submit_demo)
 
+    p = sub.add_parser("submit", parents=[common], help="queue your own records from a file (all or nothing)",
+                       formatter_class=argparse.RawDescriptionHelpFormatter,
+                       epilog="formats (by extension): " + ", ".join(
+                           f"{ext} = {what}" for ext, what in INPUT_FORMATS.items()) + ";\n"
+                              "every record an object with a unique record_id and the fields job.RECORD_FIELDS names.\n"
+                              "example: submit --file orders.csv --correlation-id batch-2024-06-01")
+    p.add_argument("--file", type=Path, required=True, help="the records: .jsonl, .json or .csv")
+    p.add_argument("--correlation-id", default=None, metavar="ID",
+                   help="names this submission: submitting the same ID again queues nothing and answers "
+                        "with the first submission's tasks (default: a new id, printed)")
+    p.add_argument("--work-ms", type=non_negative_float, default=0.0, help="simulated work per record (ms)")
+    p.set_defaults(func=cmd_submit)
+
     p = sub.add_parser("run", parents=[common], help="work until nothing is left, then exit 0")
     p.add_argument("--limit", type=positive_int, default=None,
                    help="stop after checkpointing about this many records (a slice; for tests and canaries)"
@@ -112,6 +129,32 @@ def cmd_submit_demo(args: argparse.Namespace, ctx: Context) -> int:
             service.close()
         print(f"the external service fails {args.fail_rate:.0%} of calls transiently")
     return EXIT_OK
+
+
+def cmd_submit(args: argparse.Namespace, ctx: Context) -> int:
+    # Every record is read and checked before one is queued (submission.py, safe_read.py).
+    records = submission.read_file(args.file)
+    ids = submission.queue(ctx, records, correlation_id=args.correlation_id, work_ms=args.work_ms)
+    if ids.added:
+        print(f"queued {len(records)} record(s) from {args.file} as {len(ids)} task(s) in {ctx.data_dir}, "
+              f"correlation id {ids.correlation_id}")
+        if args.correlation_id is None:
+            print(f"to submit this file again without queueing it twice, add --correlation-id {ids.correlation_id}")
+    else:
+        print(f"correlation id {ids.correlation_id} was submitted before: its {len(ids)} task(s) are queued "
+              "already; nothing added")
+    print(f"next: {fresh_shell_command('run', ctx.data_dir)}")
+    return EXIT_OK
+
+
+def fresh_shell_command(command: str, data_dir: Path) -> str:
+    """The command line for ``command`` that works from any directory of a new shell:
+    this interpreter (the project's venv) and the data directory, by absolute path."""
+    line = (f"{shlex.quote(sys.executable)} -m {settings_module.PACKAGE} {command} "
+            f"--data-dir {shlex.quote(str(data_dir.resolve()))}")
+    if os.environ.get("DATABASE_URL"):
+        line += "   (with the same DATABASE_URL)"
+    return line
 
 
 def cmd_run(args: argparse.Namespace, ctx: Context) -> int:

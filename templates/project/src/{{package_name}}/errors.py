@@ -34,6 +34,11 @@ class JobError(Exception):
         super().__init__(*(redact(a) if isinstance(a, str) else a for a in args))
 
 
+class BadInput(JobError):
+    """A record or input file that cannot be queued, named with where (``file:line`` or
+    ``record N``) and why; nothing of that submission is queued."""
+
+
 class StoreError(JobError):
     """The state database is missing, locked, unreadable or too new."""
 

@@ -87,9 +87,11 @@ class Submitted(list[str]):
     """The task ids a ``submit`` answered with; ``added`` is False when the correlation
     id had been submitted before and these are the ids of that earlier submission."""
 
-    def __init__(self, task_ids: list[str], *, added: bool = True) -> None:
+    def __init__(self, task_ids: list[str], *, added: bool = True, correlation_id: str | None = None) -> None:
         super().__init__(task_ids)
         self.added = added
+        #: Set by submission.py: the id this submission went in under (made there when none was given).
+        self.correlation_id = correlation_id
 
 
 REQUIRED = ("NAME", "MULTI_WORKER", "submit", "run", "status", "expected_effects", "REDONE_CALLS_PER_KILL",
