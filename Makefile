@@ -5,7 +5,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed-stamp
 
-.PHONY: run test setup postgres java bench docs typecheck clean
+.PHONY: run test setup postgres java rabbitmq bench docs typecheck clean
 
 # Re-install only when the project's dependencies change.
 $(STAMP): pyproject.toml
@@ -34,7 +34,16 @@ java:
 	  (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq openjdk-17-jre-headless >/dev/null) \
 	  || echo "warning: Java could not be installed; the Spark tests will fail"; fi
 
-test: setup postgres java
+# RabbitMQ serves the queue-input tests (a throwaway node on loopback ports, tests/rabbitmq_server.py);
+# only the package is needed: the tests start and stop their own node, never the system service.
+rabbitmq:
+	@if [ -x /usr/lib/rabbitmq/bin/rabbitmq-server ]; then :; \
+	else echo "installing RabbitMQ (apt: rabbitmq-server; its service is not started)"; \
+	  (apt-get update -qq && RUNLEVEL=1 DEBIAN_FRONTEND=noninteractive apt-get install -y -qq rabbitmq-server >/dev/null \
+	   && (service rabbitmq-server stop >/dev/null 2>&1 || true)) \
+	  || echo "warning: RabbitMQ could not be installed; the queue-input tests will fail"; fi
+
+test: setup postgres java rabbitmq
 	$(BIN)/python -m pytest -n 2 -q $(PYTEST_ARGS)
 
 bench: setup

@@ -96,7 +96,12 @@ def build_parser(strategy: object) -> argparse.ArgumentParser:
 
     p = sub.add_parser("run", parents=[common], help="work until nothing is left, then exit 0")
     p.add_argument("--limit", type=positive_int, default=None,
-                   help="stop after checkpointing about this many records (a slice; for tests and canaries)")
+                   help="stop after checkpointing about this many records (a slice; for tests and canaries)"
+                        + ("; the queue is not consumed then" if settings_module.INPUT_SOURCE == "rabbitmq" else ""))
+    if settings_module.INPUT_SOURCE == "rabbitmq":
+        p.add_argument("--follow", action="store_true",
+                       help="keep consuming the queue when it is empty (without it, run exits 0 once the queue "
+                            "is drained and the work is done)")
     p.set_defaults(func=cmd_run)
 
     p = sub.add_parser("status", parents=[common], help="progress, last checkpoint age and rate per task")
@@ -164,10 +169,17 @@ def fresh_shell_command(command: str, data_dir: Path) -> str:
 def cmd_run(args: argparse.Namespace, ctx: Context) -> int:
     shutdown = Shutdown(ctx.settings.grace_period_s).install()
     try:
-        # A store outage (a PostgreSQL restart) is ridden out: the strategy's run is
-        # started again in this process, from the committed state (outage.py).
-        return outage.ride_out(lambda: int(ctx.strategy.run(ctx, shutdown, limit=args.limit)), shutdown,
-                               ctx.settings.store_outage_s)
+        if settings_module.INPUT_SOURCE == "rabbitmq" and args.limit is None:  # the queue is the input
+            from . import amqp_input
+
+            def work() -> int:
+                return amqp_input.run(ctx, shutdown, follow=args.follow)
+        else:
+            def work() -> int:
+                return int(ctx.strategy.run(ctx, shutdown, limit=args.limit))
+        # A store outage (a PostgreSQL restart) is ridden out: the work is started again in
+        # this process, from the committed state (outage.py); unacked messages come back.
+        return outage.ride_out(work, shutdown, ctx.settings.store_outage_s)
     finally:
         shutdown.cancel()
 

@@ -244,7 +244,8 @@ class Drill:
         records = demo_records(self.records)
         # submit writes the input the whole run depends on: its durability is watched too.
         with Probe(_probe_dir(data_dir), STATE_DB).watch():
-            strategy.submit(ctx, records, work_ms=self.work_ms)
+            # A queue input (drill_submit, strategy.py) publishes the records for the workers instead.
+            getattr(strategy, "drill_submit", strategy.submit)(ctx, records, work_ms=self.work_ms)
         # The oracle starts now and runs while the workers do: it costs the drill
         # (almost) no time. It reads the submitted input, never the strategy's state.
         (data_dir / INPUT_FILE).write_text(json.dumps(records), encoding="utf-8")
@@ -607,6 +608,9 @@ def summary(report: dict[str, Any]) -> str:
         f"recovery ms p50 {rec['p50']} p95 {rec['p95']} max {rec['max']}; "
         f"{report['throughput']} records/s; {report['wall_s']} s",
         f"durability: {_durability_line(report['durability'])}",
+        *([f"queue: {report['messages']} messages, redelivered {report['redelivered']}, deduped "
+           f"{report['deduped']}, rejected {report['rejected']}, left in the queue {report['queue_left']}"]
+          if "redelivered" in report else []),
         *([f"kills by window: " + ", ".join(f"{w} {n}" for w, n in report["kills_by_window"].items())]
           if report.get("aim") else []),
         f"data: {report['data_dir']}",

@@ -56,6 +56,12 @@ knows job.py and the input only.
 ``add_commands(subparsers, common) -> None`` (optional)
     extra subcommands (``common`` is the parent parser holding ``--data-dir``);
     each sets ``func=callable(args, ctx) -> int``.
+``drill_submit(ctx, records, *, work_ms=0.0) -> list[str]`` (optional)
+    how the drill hands its input to the workers instead of ``submit``: a queue
+    input (amqp_input.py) publishes the records as messages the workers consume.
+``drill_report(ctx) -> dict`` (optional)
+    the strategy's own figures, added to the drill report (a queue input: messages
+    ``redelivered``, ``deduped``, ``rejected``, ``queue_left``).
 """
 
 from __future__ import annotations
