@@ -12,6 +12,7 @@ becomes one line on stderr and exit code 2; bad flags also exit 2 (argparse).
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import sys
 from collections.abc import Sequence
@@ -19,6 +20,7 @@ from pathlib import Path
 
 from . import drill as drill_module
 from . import settings as settings_module
+from . import effects
 from . import status as status_module
 from .errors import EXIT_OK, EXIT_USAGE, JobError
 from .job import demo_records
@@ -82,6 +84,19 @@ def build_parser(strategy: object) -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true", help="machine-readable output")
     p.set_defaults(func=cmd_status)
 
+    p = sub.add_parser("reconcile", parents=[common],
+                       help="list the external calls in doubt after a crash (plain calls), or record a "
+                            "person's answer for one",
+                       epilog="examples: reconcile\n          reconcile --not-applied demo-00000/r0000042",
+                       formatter_class=argparse.RawDescriptionHelpFormatter)
+    answer = p.add_mutually_exclusive_group()
+    answer.add_argument("--applied", metavar="ID", default=None,
+                        help="you checked: the call got through (it is never sent again)")
+    answer.add_argument("--not-applied", metavar="ID", default=None,
+                        help="you checked: it never arrived (the next `run` sends it)")
+    p.add_argument("--json", action="store_true", help="machine-readable output")
+    p.set_defaults(func=cmd_reconcile)
+
     p = sub.add_parser("drill", help="crash drill: kill the worker at random moments, then verify",
                        formatter_class=argparse.RawDescriptionHelpFormatter,
                        epilog="examples: drill --records 2000 --kills 10 --seed 1 --json\n"
@@ -118,7 +133,19 @@ def cmd_run(args: argparse.Namespace, ctx: Context) -> int:
 
 
 def cmd_status(args: argparse.Namespace, ctx: Context) -> int:
-    print(status_module.render(ctx.strategy.status(ctx), as_json=args.json))
+    report = ctx.strategy.status(ctx)
+    report["effects"] = effects.summary(ctx.data_dir, ctx.settings)  # the calls in doubt, if any
+    print(status_module.render(report, as_json=args.json))
+    return EXIT_OK
+
+
+def cmd_reconcile(args: argparse.Namespace, ctx: Context) -> int:
+    if args.applied or args.not_applied:
+        print(effects.resolve(ctx.data_dir, ctx.settings, args.applied or args.not_applied,
+                              applied=bool(args.applied)))
+        return EXIT_OK
+    listing = effects.doubt_listing(ctx.data_dir, ctx.settings)
+    print(json.dumps(listing, indent=2) if args.json else effects.render_listing(listing))
     return EXIT_OK
 
 
