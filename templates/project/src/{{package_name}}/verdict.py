@@ -279,7 +279,8 @@ def summary_line(failures: list[Failure], calls: dict[str, Any] | None = None) -
                     f"by `reconcile`; {rest}"]
         if policy == "at-least-once":
             return [f"OK (plain call, at least once): nothing lost; {calls['duplicate_effects']} duplicate(s), "  # type: ignore[index]
-                    f"at most the {calls['in_doubt']} call(s) re-sent in doubt; {rest}"]
+                    f"within the {calls['possible_duplicates']} re-send(s) of {calls['in_doubt']} call(s) in doubt; "  # type: ignore[index]
+                    f"{rest}"]
         return [f"OK: nothing lost, nothing applied twice, {rest}"]
     order = {check: i for i, check in enumerate(CHECKS)}
     return [f"FAILED: {f['check']}: {f['message']}" for f in sorted(failures, key=lambda f: order[f["check"]])]
