@@ -149,7 +149,7 @@ class ExternalService:
         """Queryable kind only: the applied effect with this reference, or None if the
         earlier call never got through."""
         if self.kind != "queryable":
-            raise NoLookup(f"a {self.kind} service cannot be asked whether a call got through (lookup)")
+            raise NoLookup(f"the service is {self.kind}: it cannot be asked whether a call got through (lookup)")
         row = self.conn.execute(SELECT_EFFECT_BY_KEY, (reference,)).fetchone()
         record_id, step = (row[0], row[1]) if row else ("", "")
         self.conn.execute(INSERT_CALL, (reference, record_id, step, "lookup",
