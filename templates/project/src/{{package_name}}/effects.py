@@ -29,8 +29,10 @@ No strategy can make a plain call exactly once: that needs the service's help
 
 A ``TransientError`` means the service refused the call before applying it (a 503,
 a refused connection): the ledger forgets that attempt, and the strategy's own
-retry policy sends it again. A real service whose timeout leaves the outcome
-unknown must not raise TransientError for it (http_service.py raises InDoubt).
+retry policy sends it again. A timeout after the request went out leaves the
+outcome unknown: a real adapter raises :class:`InDoubt` (http_service.py), and the
+retry then treats the call as one made before a crash (looked up, re-sent with
+its key, or held in doubt).
 """
 
 from __future__ import annotations
@@ -41,6 +43,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from .errors import JobError, TransientError
 from .external import ExternalService
 from .settings import EFFECT_KIND, PLAIN_POLICY, Settings
 from .store import Store, connect
@@ -99,9 +102,10 @@ def promise_text() -> str:
             "may get it twice (counted as a possible duplicate)")
 
 
-class InDoubt(Exception):
+class InDoubt(TransientError):
     """Raised by a real service adapter when a call's outcome is unknown (a timeout after
-    the request was sent). Handled like a crash after the call: see the module doc."""
+    the request was sent). Retried like a transient error, but as a call that may have
+    got through: see the module doc."""
 
 
 def _dumps(payload: Any) -> str:
@@ -158,6 +162,8 @@ class Effects:
     def __init__(self, external: ExternalService, data_dir: Path, settings: Settings) -> None:
         self.external, self.data_dir, self.settings = external, data_dir, settings
         self._ledger: Ledger | None = None
+        #: Calls of this process whose answer never came (InDoubt): retried as maybe made.
+        self._doubted: set[str] = set()
 
     @property
     def ledger(self) -> Ledger:
@@ -182,11 +188,15 @@ class Effects:
             if row is None:
                 self.ledger.sending(key, record_id, step, payload)
             recovering = row is not None
-        if recovering:
+        if recovering or key in self._doubted:
             found = self.external.lookup(key)
             if found is not None:
                 return found
-        return self.external.apply(record_id, step, key, payload)
+        try:
+            return self.external.apply(record_id, step, key, payload)
+        except InDoubt:
+            self._doubted.add(key)  # the retry asks first
+            raise
 
     # ---- plain: in doubt after a crash; the policy decides
     def _plain(self, record_id: str, step: str, key: str, payload: Any) -> dict[str, Any]:
@@ -217,10 +227,10 @@ class Effects:
 
     def _send(self, record_id: str, step: str, key: str, payload: Any,
               before: dict[str, Any] | None) -> dict[str, Any]:
-        from .errors import TransientError
-
         try:
             return self.external.apply(record_id, step, key, payload)
+        except InDoubt:
+            raise  # the ledger row stays: the retry finds the call in doubt
         except TransientError:
             # Refused before it was applied: this attempt never happened (the strategy retries).
             if before is None:
@@ -289,8 +299,6 @@ def in_doubt_calls(data_dir: Path, settings: Settings) -> list[tuple[str, str]]:
 
 def resolve(data_dir: Path, settings: Settings, key: str, *, applied: bool) -> str:
     """A person's answer for one in-doubt call; returns what happens next, in words."""
-    from .errors import JobError
-
     if KIND != "plain":
         raise JobError(f"this project's external calls are {KIND}: no call is ever in doubt, nothing to reconcile")
     ledger = Ledger.open(data_dir, settings)
