@@ -24,8 +24,8 @@ the strategy (``settings.EFFECT_KIND``, asked by the template):
     * ``at-least-once``: sent again, and counted as a possible duplicate. Nothing
       is lost; the receiver may see it twice (at most once per doubt).
 
-No strategy can make a plain call exactly once: that needs the service's help
-(a key it dedupes, or a reference it answers for).
+For a plain call no strategy can promise both nothing lost and nothing doubled:
+that needs the service's help (a key it dedupes, or a reference it answers for).
 
 A ``TransientError`` means the service refused the call before applying it (a 503,
 a refused connection): the ledger forgets that attempt, and the strategy's own

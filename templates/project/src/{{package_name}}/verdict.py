@@ -9,8 +9,8 @@ there is one, a record. ``ok`` is ``failures == []``.
 What ``lost`` and ``duplicate_effects`` demand depends on the external call's kind
 (effects.py), i.e. on what the project promises:
 
-* idempotent, queryable: every expected effect applied exactly once (0 lost, 0
-  duplicates);
+* idempotent, queryable: every expected effect applied once, and only once (0
+  lost, 0 duplicates);
 * plain, at most once: 0 duplicates, and every effect that is missing is listed
   as in doubt (``reconcile``); a missing effect NOT in doubt fails ``lost``;
 * plain, at least once: 0 lost, and no more duplicates than calls in doubt (each
