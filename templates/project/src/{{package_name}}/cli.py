@@ -3,6 +3,7 @@
     python -m <package> submit-demo --records 2000 [--work-ms 1]
     python -m <package> run
     python -m <package> status [--json]
+    python -m <package> reconcile [--applied ID | --not-applied ID] [--json]
     python -m <package> drill --records 2000 --kills 10 --seed 1 [--sigterm] [--json]
 
 ``main(argv) -> int`` is testable without a subprocess. A :class:`JobError`

@@ -46,7 +46,7 @@ from typing import Any
 from .errors import JobError, TransientError
 from .external import ExternalService
 from .settings import EFFECT_KIND, PLAIN_POLICY, Settings
-from .store import Store, connect
+from .store import Store, check_data_dir, connect
 
 KIND = EFFECT_KIND
 POLICY = PLAIN_POLICY if KIND == "plain" else ""
@@ -301,6 +301,9 @@ def resolve(data_dir: Path, settings: Settings, key: str, *, applied: bool) -> s
     """A person's answer for one in-doubt call; returns what happens next, in words."""
     if KIND != "plain":
         raise JobError(f"this project's external calls are {KIND}: no call is ever in doubt, nothing to reconcile")
+    check_data_dir(data_dir, create=False)
+    if not _has_ledger(data_dir, settings):  # never create a store to answer a question about one
+        raise JobError(f"no call in doubt with id {key!r}: {data_dir} holds no call ledger")
     ledger = Ledger.open(data_dir, settings)
     try:
         row = ledger.get(key)
@@ -318,6 +321,7 @@ def resolve(data_dir: Path, settings: Settings, key: str, *, applied: bool) -> s
 
 def doubt_listing(data_dir: Path, settings: Settings) -> dict[str, Any]:
     """For ``reconcile``: every call in doubt (and awaiting a re-send), oldest first."""
+    check_data_dir(data_dir, create=False)  # a mistyped --data-dir is an error, not "nothing in doubt"
     listing: dict[str, Any] = {**summary(data_dir, settings), "calls": []}
     if KIND != "plain" or not _has_ledger(data_dir, settings):
         return listing
