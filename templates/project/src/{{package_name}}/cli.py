@@ -21,7 +21,7 @@ from pathlib import Path
 
 from . import drill as drill_module
 from . import settings as settings_module
-from . import effects
+from . import effects, reconcile
 from . import status as status_module
 from .errors import EXIT_OK, EXIT_USAGE, JobError
 from .job import demo_records
@@ -142,11 +142,11 @@ def cmd_status(args: argparse.Namespace, ctx: Context) -> int:
 
 def cmd_reconcile(args: argparse.Namespace, ctx: Context) -> int:
     if args.applied or args.not_applied:
-        print(effects.resolve(ctx.data_dir, ctx.settings, args.applied or args.not_applied,
+        print(reconcile.resolve(ctx.data_dir, ctx.settings, args.applied or args.not_applied,
                               applied=bool(args.applied)))
         return EXIT_OK
-    listing = effects.doubt_listing(ctx.data_dir, ctx.settings)
-    print(json.dumps(listing, indent=2) if args.json else effects.render_listing(listing))
+    listing = reconcile.doubt_listing(ctx.data_dir, ctx.settings)
+    print(json.dumps(listing, indent=2) if args.json else reconcile.render_listing(listing))
     return EXIT_OK
 
 
