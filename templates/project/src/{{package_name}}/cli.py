@@ -20,8 +20,8 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from . import drill as drill_module
-from . import settings as settings_module
 from . import effects, reconcile
+from . import settings as settings_module
 from . import status as status_module
 from .errors import EXIT_OK, EXIT_USAGE, JobError
 from .job import demo_records
