@@ -58,7 +58,8 @@ def event_sourcing(source: Source, lease_s: float, strategy: str | None) -> Read
     pos, upto = int(effects.get("position") or 0), int(effects.get("prepared_upto") or 0)
     text = f"effects subscriber at notification {pos} of {last_note}"
     if upto > pos:
-        text += f"; {upto - pos} prepared ({pos + 1}..{upto}), not done: looked up by key before calling"
+        text += (f"; {upto - pos} prepared ({pos + 1}..{upto}), not done: maybe made, recovered by the project's "
+                 "effect_kind before calling")
     text += f"; {owner_phrase(effects.get('owner'), effects.get('heartbeat'), lease_s, now)}"
     points.append(Point("effects", "subscriber", "behind" if pos < last_note else "caught up", text, pos, last_note,
                         highlight=upto > pos or pos < last_note,

@@ -53,7 +53,8 @@ def checkpoint(source: Source, lease_s: float) -> Reading:
             text = f"task {t['task_id']} resumes at record {off} of {total} ({cp}); {who}"
         seqs = doubt_by_task.get(t["task_id"])
         if seqs:
-            text += f"; {len(seqs)} calls prepared, not done (records {min(seqs)}..{max(seqs)}): looked up by key"
+            text += (f"; {len(seqs)} calls prepared, not done (records {min(seqs)}..{max(seqs)}): maybe made, "
+                     "recovered by the project's effect_kind (re-sent with the key, looked up, or held in doubt)")
         points.append(Point(t["task_id"], "task", status, text, off, total,
                             detail={"owner": t["owner"], "heartbeat": t["updated_at"],
                                     "checkpoint": t["last_checkpoint_id"], "attempts": t["attempts"],
@@ -137,7 +138,8 @@ def state_machine(source: Source, lease_s: float) -> Reading:
                  f"{ago(last[0]['at'], now)}") if last else "no transition yet"
         text = f"order {o['order_id']} is {o['state']} ({moved}); {owner_phrase(o['owner'], o['updated_at'], lease_s, now)}"
         if o["order_id"] in doubt:
-            text += f"; step {doubt[o['order_id']]['step']} prepared, not confirmed: looked up by key, not called again"
+            text += (f"; step {doubt[o['order_id']]['step']} prepared, not confirmed: maybe made, recovered by the "
+                     "project's effect_kind, never called blindly")
         points.append(Point(o["order_id"], "order", o["state"], text, highlight=True,
                             detail={"version": o["version"], "owner": o["owner"], "heartbeat": o["updated_at"],
                                     "prepared_step": doubt.get(o["order_id"], {}).get("step")}))
@@ -149,7 +151,7 @@ def state_machine(source: Source, lease_s: float) -> Reading:
               f"the next run carries {len(moving)} order(s) in mid-flow on from their state, then starts "
               f"{counts.get('new', 0) - sum(1 for o in moving if o['state'] == 'new')} new ones")
     if in_doubt:
-        resume += f"; {len(in_doubt)} prepared step(s) are looked up by key first"
+        resume += f"; {len(in_doubt)} prepared step(s) are recovered by the project's effect_kind first"
     transitions = source.count("transitions")
     return Reading("state-machine", None, schema_version(source),
                    table_counts(source, ["orders", "transitions", "step_log", "schema_version"]),

@@ -49,6 +49,14 @@ OPTION_SETS = {
     "event-sourcing-tuned": ("event-sourcing", {"project_name": "Es Tuned Job", "snapshot_every": 7,
                                                 "batch_size": 30, "task_size": 400, "state_store": "postgresql"}),
     "event-sourcing-idempotent": ("event-sourcing-idempotent", {"project_name": "Es Ledger Job"}),
+    # The external call's kinds besides the default (idempotent): what a kill may cost differs.
+    "idempotent-retry-plain-at-most-once": ("idempotent-retry", {"project_name": "Ir Smtp Job",
+                                                                 "effect_kind": "plain",
+                                                                 "plain_policy": "at-most-once"}),
+    "checkpoint-queryable": ("checkpoint", {"project_name": "Ck Lookup Job", "effect_kind": "queryable"}),
+    "state-machine-plain-at-least-once": ("state-machine", {"project_name": "Sm Webhook Job",
+                                                            "effect_kind": "plain",
+                                                            "plain_policy": "at-least-once"}),
 }
 
 
@@ -191,3 +199,36 @@ def test_closing_the_event_stream_stops_the_drill_and_its_workers(tmp_path: Path
     first = applied()
     time.sleep(0.5)
     assert applied() == first < 50000
+
+
+#: Phrases that would promise a plain call more than it can have.
+EXACTLY_ONCE = re.compile(r"exactly[- ]once", re.IGNORECASE)
+
+
+@pytest.mark.parametrize("policy", ["at-most-once", "at-least-once"])
+def test_a_plain_project_never_claims_exactly_once(policy: str, tmp_path: Path) -> None:
+    """README, help, status, reconcile and the drill's text of a plain-call project: no
+    'exactly once' anywhere, and the drill says which promise it checked."""
+    generated = scaffold.generate("idempotent-retry", tmp_path / "job",
+                                  {"project_name": "Plain Job", "effect_kind": "plain", "plain_policy": policy})
+    readme = (generated.dest / "README.md").read_text(encoding="utf-8")
+    assert not EXACTLY_ONCE.search(readme), EXACTLY_ONCE.search(readme)
+    assert f"**plain** ({policy})" in readme and "reconcile" in readme
+    env = {**clean_env(), "PYTHONPATH": str(generated.dest / "src")}
+    data = tmp_path / "data"
+
+    def cli(*argv: str) -> str:
+        done = subprocess.run([sys.executable, "-m", generated.package, *argv], cwd=generated.dest,
+                              capture_output=True, text=True, timeout=300, env=env)
+        assert done.returncode == 0, done.stdout + done.stderr
+        return done.stdout + done.stderr
+
+    outputs = [cli("--help"), cli("reconcile", "--help"), cli("drill", "--help")]
+    drill = cli("drill", "--records", "150", "--kills", "2", "--seed", "3", "--work-ms", "0",
+                "--aim", "after_call_before_commit", "--data-dir", str(data))
+    outputs += [drill, cli("status", "--data-dir", str(data)), cli("reconcile", "--data-dir", str(data)),
+                cli("reconcile", "--json", "--data-dir", str(data))]
+    for text in outputs:
+        assert not EXACTLY_ONCE.search(text), text
+    assert f"OK (plain call, {policy.replace('-', ' ')})" in drill, drill
+    assert "in doubt" in drill and "call(s) in doubt" in outputs[4]

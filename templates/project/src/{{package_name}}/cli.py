@@ -5,6 +5,7 @@
     python -m <package> run
     python -m <package> status [--json]
     python -m <package> reset [--yes]
+    python -m <package> reconcile [--applied ID | --not-applied ID] [--json]
     python -m <package> drill --records 2000 --kills 10 --seed 1 [--sigterm] [--json]
 
 ``main(argv) -> int`` is testable without a subprocess. A :class:`JobError`
@@ -14,6 +15,7 @@ becomes one line on stderr and exit code 2; bad flags also exit 2 (argparse).
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import shlex
 import sys
@@ -23,6 +25,7 @@ from pathlib import Path
 from . import drill as drill_module
 from . import outage
 from . import reset as reset_module
+from . import effects, reconcile
 from . import settings as settings_module
 from . import status as status_module
 from . import submission
@@ -113,6 +116,19 @@ def build_parser(strategy: object) -> argparse.ArgumentParser:
     p.add_argument("--yes", action="store_true", help="do not ask (scripts); without it reset asks in the terminal")
     p.set_defaults(func=cmd_reset)
 
+    p = sub.add_parser("reconcile", parents=[common],
+                       help="list the external calls in doubt after a crash (plain calls), or record a "
+                            "person's answer for one",
+                       epilog="examples: reconcile\n          reconcile --not-applied demo-00000/r0000042",
+                       formatter_class=argparse.RawDescriptionHelpFormatter)
+    answer = p.add_mutually_exclusive_group()
+    answer.add_argument("--applied", metavar="ID", default=None,
+                        help="you checked: the call got through (it is never sent again)")
+    answer.add_argument("--not-applied", metavar="ID", default=None,
+                        help="you checked: it never arrived (the next `run` sends it)")
+    p.add_argument("--json", action="store_true", help="machine-readable output")
+    p.set_defaults(func=cmd_reconcile)
+
     p = sub.add_parser("drill", help="crash drill: kill the worker at random moments, then verify",
                        formatter_class=argparse.RawDescriptionHelpFormatter,
                        epilog="examples: drill --records 2000 --kills 10 --seed 1 --json\n"
@@ -189,7 +205,18 @@ def cmd_status(args: argparse.Namespace, ctx: Context) -> int:
     # Which store answered: with several hosts, the data directory alone does not say.
     report["store"] = describe(ctx.data_dir, ctx.settings,
                                files=getattr(ctx.strategy, "STATE_STORE", "database") == "files")
+    report["effects"] = effects.summary(ctx.data_dir, ctx.settings)  # the calls in doubt, if any
     print(status_module.render(report, as_json=args.json))
+    return EXIT_OK
+
+
+def cmd_reconcile(args: argparse.Namespace, ctx: Context) -> int:
+    if args.applied or args.not_applied:
+        print(reconcile.resolve(ctx.data_dir, ctx.settings, args.applied or args.not_applied,
+                              applied=bool(args.applied)))
+        return EXIT_OK
+    listing = reconcile.doubt_listing(ctx.data_dir, ctx.settings)
+    print(json.dumps(listing, indent=2) if args.json else reconcile.render_listing(listing))
     return EXIT_OK
 
 

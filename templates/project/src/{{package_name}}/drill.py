@@ -7,7 +7,8 @@
    recovery time = restart → first new effect at the external service.
 4. When the work is finished, judge the run against an oracle that knows only
    the input and job.py (oracle.py, run twice in clean processes meanwhile):
-   the effects in ``external.db`` (lost, applied twice, unexpected, payloads),
+   the effects in ``external.db`` (lost, applied twice, unexpected, payloads,
+   judged by the promise of the external call's kind: effects.py, verdict.py),
    the results and running state the strategy stored, whether job.py is a pure
    function of its record, whether every kill landed, calls re-sent beyond the
    strategy's promise, worker failures, graceful exits, and the durability the
@@ -46,7 +47,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from . import faults, job
+from . import effects, faults, job
 from . import settings as settings_module
 from . import verdict
 from .durability import PROBE_ENV, Probe, collect
@@ -349,6 +350,7 @@ class Drill:
             log.close()
         wall_s = time.monotonic() - started
         checked = verify(data_dir, expected)
+        calls = effects.summary(data_dir, self.ctx.settings)  # the kind, its promise, the calls in doubt
         state = strategy.status(ctx)
         kills_for_rate = max(kills_done, 1)
         report = {
@@ -365,6 +367,12 @@ class Drill:
             "batch_size": self.ctx.settings.batch_size,
             "fail_rate": self.fail_rate,
             **checked,
+            "effect_kind": calls["effect_kind"],
+            "plain_policy": calls["plain_policy"],
+            "promise": calls["promise"],
+            "in_doubt": calls["in_doubt"],
+            "in_doubt_ids": calls["in_doubt_ids"],
+            "possible_duplicates": calls["possible_duplicates"],
             "redone_work_per_kill": round(max(0, checked["requests"] - len(expected)) / kills_for_rate, 1),
             "recovery_ms": {"p50": percentile(recovery_ms, 0.5), "p95": percentile(recovery_ms, 0.95),
                             "max": max(recovery_ms) if recovery_ms else None},
@@ -425,7 +433,10 @@ class Drill:
         except _OracleFailed as exc:
             a = None
             failures.append(verdict.failure("results", f"{exc}; results could not be checked"))
-        failures += verdict.check_effects(applied, expected, a)
+        policy = report["plain_policy"] or ""
+        failures += verdict.check_effects(applied, expected, a, policy=policy,
+                                          in_doubt=set(effects.in_doubt_calls(data_dir, self.ctx.settings)),
+                                          resent=report["possible_duplicates"])
         if a is not None:
             a["records_in_order"] = [str(r["record_id"]) for r in records]
             unstable = verdict.unstable_records(a, b)
@@ -451,7 +462,8 @@ class Drill:
         failed_task = next((t for t in state.get("tasks", []) if t.get("error")), None)
         failures += verdict.check_run(report, promise=strategy.REDONE_CALLS_PER_KILL,
                                       redone_example=a_redone_call(data_dir) if report["redone_calls"] else None,
-                                      failed_task=failed_task, log_path=str(data_dir / "drill-workers.log"))
+                                      failed_task=failed_task, log_path=str(data_dir / "drill-workers.log"),
+                                      resent=report["possible_duplicates"] if policy == "at-least-once" else None)
         report["durability"] = self._durability(ctx, data_dir)
         failures += verdict.check_durability(report["durability"])
         return failures
@@ -607,6 +619,11 @@ def summary(report: dict[str, Any]) -> str:
         f"incomplete {report['incomplete_records']}",
         f"recovery ms p50 {rec['p50']} p95 {rec['p95']} max {rec['max']}; "
         f"{report['throughput']} records/s; {report['wall_s']} s",
+        f"external calls: {report['effect_kind']}"
+        + (f", {report['plain_policy']}" if report.get("plain_policy") else "")
+        + f": {report['in_doubt']} in doubt" + (f" ({', '.join(report['in_doubt_ids'][:3])}"
+                                                + (", ..." if len(report["in_doubt_ids"]) > 3 else "") + ")"
+                                                if report["in_doubt_ids"] else ""),
         f"durability: {_durability_line(report['durability'])}",
         *([f"queue: {report['messages']} messages, redelivered {report['redelivered']}, deduped "
            f"{report['deduped']}, rejected {report['rejected']}, left in the queue {report['queue_left']}"]
@@ -614,7 +631,7 @@ def summary(report: dict[str, Any]) -> str:
         *([f"kills by window: " + ", ".join(f"{w} {n}" for w, n in report["kills_by_window"].items())]
           if report.get("aim") else []),
         f"data: {report['data_dir']}",
-        *verdict.summary_line(report["failures"]),
+        *verdict.summary_line(report["failures"], report),
     ])
 
 

@@ -3,20 +3,30 @@
 It lives in its own SQLite file, ``<data-dir>/external.db``, so the state store can
 never enlist it in a transaction: exactly the situation of a real remote API.
 
-* ``apply(record_id, step, idempotency_key, payload)``: applies the effect once per
-  key. A repeated key is acknowledged (``"duplicate"``) and not applied again.
-  A call without a key is always applied (a plain, non-idempotent API).
-* ``lookup(idempotency_key)``: "did my earlier call get through?" — what a worker
-  asks on recovery for a call it recorded as *prepared* but never as *done*.
-* ``set_failure_rate(rate)``: from now on, fail that fraction of ``apply`` calls
-  with a :class:`TransientError` (``submit-demo --fail-rate F``, ``drill
-  --fail-rate F``). Stored in ``external.db``, so every worker process sees it;
-  it overrides the ``external_failure_rate`` setting.
+It behaves as one of three KINDS of service (the project's ``effect_kind``, stored
+in ``external.db`` so every process of a data directory agrees):
+
+* ``idempotent``: ``apply(record_id, step, key, payload)`` applies the effect once
+  per key; a repeated key is acknowledged (``"duplicate"``) and not applied again
+  (think: a payment API with an ``Idempotency-Key`` header).
+* ``queryable``: every ``apply`` is applied (no dedupe), and the key is kept as the
+  call's *reference*; ``lookup(reference)`` answers "did my earlier call get
+  through?" (think: an order API you can ``GET /orders/REF``).
+* ``plain``: every ``apply`` is applied, the key is ignored and there is no
+  lookup (think: SMTP). Nobody can tell afterwards whether a call got through.
+
+``set_failure_rate(rate)``: from now on, fail that fraction of ``apply`` calls with
+a :class:`TransientError` before applying anything (``submit-demo --fail-rate F``,
+``drill --fail-rate F``). Stored in ``external.db``, so every worker process sees
+it; it overrides the ``external_failure_rate`` setting.
 
 Every request is logged in ``calls``; every applied effect in
 ``effects(record_id, step, idempotency_key, applied_at)``. Verify any run with::
 
     sqlite3 data/external.db "SELECT record_id, step, COUNT(*) FROM effects GROUP BY 1, 2 HAVING COUNT(*) > 1"
+
+Replacing it with a real service: http_service.py (the same interface over HTTP)
+and docs/wiring-a-real-service.md.
 """
 
 from __future__ import annotations
@@ -29,7 +39,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-from .errors import StoreError, TransientError
+from .errors import JobError, StoreError, TransientError
+from .settings import EFFECT_KIND
 
 EXTERNAL_DB = "external.db"
 
@@ -50,8 +61,9 @@ CREATE TABLE IF NOT EXISTS effects (
     applied_at      DOUBLE PRECISION NOT NULL,
     payload         TEXT
 );
--- The service's own dedupe: one applied effect per idempotency key.
-CREATE UNIQUE INDEX IF NOT EXISTS effects_by_key ON effects (idempotency_key);
+-- Finding an effect by its key or reference (the idempotent kind's dedupe, the
+-- queryable kind's lookup). Not unique: a queryable or plain service applies every call.
+CREATE INDEX IF NOT EXISTS effects_by_reference ON effects (idempotency_key);
 -- What the service was told to do (set_failure_rate), for every process.
 CREATE TABLE IF NOT EXISTS config (
     name  TEXT PRIMARY KEY,
@@ -63,6 +75,15 @@ INSERT_CALL = "INSERT INTO calls (idempotency_key, record_id, step, kind, outcom
 INSERT_EFFECT = "INSERT INTO effects (record_id, step, idempotency_key, applied_at, payload) VALUES (?, ?, ?, ?, ?)"
 SELECT_EFFECT_BY_KEY = "SELECT record_id, step, idempotency_key, applied_at, payload FROM effects WHERE idempotency_key = ?"
 SELECT_FAILURE_RATE = "SELECT value FROM config WHERE name = 'failure_rate'"
+SELECT_KIND = "SELECT value FROM config WHERE name = 'kind'"
+# The first process to open external.db decides its kind; later ones read it.
+INSERT_KIND = "INSERT INTO config (name, value) VALUES ('kind', ?) ON CONFLICT (name) DO NOTHING"
+
+KINDS = ("idempotent", "queryable", "plain")
+
+
+class NoLookup(JobError):
+    """lookup() on a service that cannot be asked (idempotent or plain): a strategy bug."""
 SET_FAILURE_RATE = """
 INSERT INTO config (name, value) VALUES ('failure_rate', ?)
 ON CONFLICT (name) DO UPDATE SET value = excluded.value"""
@@ -70,9 +91,12 @@ ON CONFLICT (name) DO UPDATE SET value = excluded.value"""
 
 class ExternalService:
     def __init__(self, data_dir: Path, *, failure_rate: float = 0.0, busy_timeout_ms: int = 5000,
-                 seed: int | None = None, durable: bool = True) -> None:
+                 seed: int | None = None, durable: bool = True, kind: str | None = None) -> None:
         """``durable=False`` (benchmarks only) drops the service's own fsync per call:
-        synchronous=OFF, so a benchmark sees the worker's overhead without the service's."""
+        synchronous=OFF, so a benchmark sees the worker's overhead without the service's.
+
+        ``kind``: what a new external.db becomes (default: the project's EFFECT_KIND);
+        an existing one keeps the kind it was created with."""
         self.path = Path(data_dir) / EXTERNAL_DB
         self.failure_rate = failure_rate
         self._rng = random.Random(seed)
@@ -83,6 +107,10 @@ class ExternalService:
             # The remote side is durable too: an acknowledged effect stays applied.
             self.conn.execute(f"PRAGMA synchronous = {'FULL' if durable else 'OFF'}")
             self.conn.executescript(SCHEMA)
+            if kind is not None and kind not in KINDS:
+                raise StoreError(f"unknown service kind {kind!r}; valid: {', '.join(KINDS)}")
+            self.conn.execute(INSERT_KIND, (kind or EFFECT_KIND,))
+            self.kind = str(self.conn.execute(SELECT_KIND).fetchone()[0])
             told = self.conn.execute(SELECT_FAILURE_RATE).fetchone()
         except sqlite3.Error as exc:
             raise StoreError(f"external service database {self.path}: {exc}") from None
@@ -95,29 +123,36 @@ class ExternalService:
         self.failure_rate = rate
 
     def apply(self, record_id: str, step: str, idempotency_key: str | None, payload: Any = None) -> dict[str, Any]:
+        """One call. ``idempotency_key``: the dedupe key (idempotent), the reference
+        (queryable), ignored (plain: such a service has no key)."""
         now, pid = time.time(), os.getpid()
+        key = None if self.kind == "plain" else idempotency_key
         if self.failure_rate and self._rng.random() < self.failure_rate:
-            self.conn.execute(INSERT_CALL, (idempotency_key, record_id, step, "apply", "failed", pid, now))
+            self.conn.execute(INSERT_CALL, (key, record_id, step, "apply", "failed", pid, now))
             raise TransientError(f"external service unavailable (simulated) for {record_id}")
         self.conn.execute("BEGIN IMMEDIATE")
         try:
-            seen = idempotency_key is not None and self.conn.execute(
-                SELECT_EFFECT_BY_KEY, (idempotency_key,)).fetchone() is not None
+            # Only the idempotent kind dedupes; the others apply every call they get.
+            seen = self.kind == "idempotent" and key is not None and self.conn.execute(
+                SELECT_EFFECT_BY_KEY, (key,)).fetchone() is not None
             if not seen:
-                self.conn.execute(INSERT_EFFECT, (record_id, step, idempotency_key, now, json.dumps(payload)))
+                self.conn.execute(INSERT_EFFECT, (record_id, step, key, now, json.dumps(payload)))
             outcome = "duplicate" if seen else "applied"
-            self.conn.execute(INSERT_CALL, (idempotency_key, record_id, step, "apply", outcome, pid, now))
+            self.conn.execute(INSERT_CALL, (key, record_id, step, "apply", outcome, pid, now))
         except BaseException:
             self.conn.execute("ROLLBACK")
             raise
         self.conn.execute("COMMIT")
-        return {"status": outcome, "record_id": record_id, "step": step, "idempotency_key": idempotency_key}
+        return {"status": outcome, "record_id": record_id, "step": step, "idempotency_key": key}
 
-    def lookup(self, idempotency_key: str) -> dict[str, Any] | None:
-        """The applied effect for this key, or None if the earlier call never got through."""
-        row = self.conn.execute(SELECT_EFFECT_BY_KEY, (idempotency_key,)).fetchone()
+    def lookup(self, reference: str) -> dict[str, Any] | None:
+        """Queryable kind only: the applied effect with this reference, or None if the
+        earlier call never got through."""
+        if self.kind != "queryable":
+            raise NoLookup(f"the service is {self.kind}: it cannot be asked whether a call got through (lookup)")
+        row = self.conn.execute(SELECT_EFFECT_BY_KEY, (reference,)).fetchone()
         record_id, step = (row[0], row[1]) if row else ("", "")
-        self.conn.execute(INSERT_CALL, (idempotency_key, record_id, step, "lookup",
+        self.conn.execute(INSERT_CALL, (reference, record_id, step, "lookup",
                                         "found" if row else "missing", os.getpid(), time.time()))
         if row is None:
             return None

@@ -26,6 +26,15 @@ def render(report: dict[str, Any], *, as_json: bool) -> str:
         )
         if task.get("error"):
             lines.append(f"{'':<16} error: {task['error']}")
+    calls = report.get("effects")
+    if calls:
+        lines.append(f"external calls: {calls['effect_kind']}"
+                     + (f", {calls['plain_policy']}" if calls.get("plain_policy") else "")
+                     + f"; {calls['in_doubt']} call(s) in doubt"
+                     + (f" ({calls['possible_duplicates']} possible duplicate(s))"
+                        if calls.get("plain_policy") == "at-least-once" else "")
+                     + (f", {calls['awaiting_resend']} to be sent by the next run" if calls["awaiting_resend"] else "")
+                     + ("; see `reconcile`" if calls["in_doubt"] else ""))
     return "\n".join(lines)
 
 

@@ -32,13 +32,14 @@ talk to the strategy only through the module named by ``settings.RUNTIME_MODULE`
     "status", "done", "total", "percent", "last_checkpoint_age_s", "rate_per_s",
     "attempts", "error"}]}``.
 ``expected_effects(records) -> set[tuple[str, str]]``
-    the (record_id, step) pairs a complete run applies exactly once (records x
+    the (record_id, step) pairs a complete run must apply (records x
     ``job.STEPS``; the drill does not ask the strategy, it derives them itself).
 ``REDONE_CALLS_PER_KILL: int``
     the promise the drill holds the strategy to: how many external calls one kill
-    may make twice. 0 for a strategy that records its calls as prepared and looks
-    them up after a kill; 1 for a task-level retry (the call in flight is re-sent
-    with the same key).
+    may make twice. ``effects.promise(unit)``: the calls of one uncommitted unit
+    (a batch, a task, a step) when the service is idempotent (re-sent with their
+    keys), 0 for the other kinds (a call in doubt is looked up, or held; plain
+    at-least-once re-sends are bounded by the calls in doubt instead: effects.py).
 ``stored_results(ctx) -> list[tuple[str, Any]] | None`` (read-only)
     every result the run stored, as ``(record_id, result)`` pairs, one per stored
     row (a record stored twice appears twice); ``None`` when the strategy keeps

@@ -5,6 +5,17 @@ oracle's two runs (oracle.py), what the strategy stored, the kills, the workers'
 exits and the durability the probe observed. Each failing check adds one
 ``{"check": ID, "message": "..."}`` whose message names the problem and, where
 there is one, a record. ``ok`` is ``failures == []``.
+
+What ``lost`` and ``duplicate_effects`` demand depends on the external call's kind
+(effects.py), i.e. on what the project promises:
+
+* idempotent, queryable: every expected effect applied once, and only once (0
+  lost, 0 duplicates);
+* plain, at most once: 0 duplicates, and every effect that is missing is listed
+  as in doubt (``reconcile``); a missing effect NOT in doubt fails ``lost``;
+* plain, at least once: 0 lost, and no more duplicates than calls in doubt (each
+  was re-sent once per doubt); more fail ``duplicate_effects``. ``redone_calls``
+  is bounded by those re-sends instead of a number per kill.
 """
 
 from __future__ import annotations
@@ -50,24 +61,37 @@ def _step(step: str) -> str:
 
 # ----------------------------------------------------------------- the effects
 def check_effects(applied: list[tuple[str, str, Any]], expected: set[tuple[str, str]],
-                  oracle: dict[str, Any] | None) -> list[Failure]:
-    """Lost, applied twice, applied though not expected."""
+                  oracle: dict[str, Any] | None, *, policy: str = "",
+                  in_doubt: set[tuple[str, str]] | None = None, resent: int = 0) -> list[Failure]:
+    """Lost, applied twice, applied though not expected.
+
+    ``policy`` (plain calls only): ``at-most-once`` forgives a missing effect listed
+    ``in_doubt``; ``at-least-once`` forgives up to ``resent`` duplicates (re-sends of
+    calls in doubt).
+    """
     found: list[Failure] = []
     counts = Counter((rid, step) for rid, step, _ in applied)
     lost = expected - counts.keys()
+    if policy == "at-most-once":
+        lost -= in_doubt or set()  # missing, but listed for a person by `reconcile`
     if lost:
         rid, step = _first(lost)
         hint = ""
         asked = oracle["records"].get(rid, {}).get("effects") if oracle else None
         if asked is not None and step not in {s for s, _ in asked}:
             hint = "; job.py declares this step in STEPS but process_record never asks for it"
-        found.append(failure("lost", f"{len(lost)} of {len(expected)} expected effects were never applied, "
-                                     f"e.g. record {rid} {_step(step)}{hint}"))
+        unlisted = " and are not listed as in doubt" if policy == "at-most-once" else ""
+        found.append(failure("lost", f"{len(lost)} of {len(expected)} expected effects were never applied"
+                                     f"{unlisted}, e.g. record {rid} {_step(step)}{hint}"))
     twice = {key: n for key, n in counts.items() if n > 1}
+    extra = sum(n - 1 for n in twice.values())
+    if twice and policy == "at-least-once" and extra <= resent:
+        twice = {}  # the promise: at least once, each call in doubt re-sent once per doubt
     if twice:
         (rid, step), n = sorted(twice.items())[0]
-        found.append(failure("duplicate_effects", f"{sum(n - 1 for n in twice.values())} effects were applied "
-                                                  f"more than once, e.g. record {rid} {_step(step)} {n} times"))
+        bound = (f" (at least once allows {resent}: the calls re-sent in doubt)" if policy == "at-least-once" else "")
+        found.append(failure("duplicate_effects", f"{extra} effects were applied more than once{bound}, "
+                                                  f"e.g. record {rid} {_step(step)} {n} times"))
     unexpected = counts.keys() - expected
     if unexpected:
         rid, step = _first(unexpected)
@@ -191,7 +215,9 @@ def check_payloads(applied: list[tuple[str, str, Any]], oracle: dict[str, Any], 
 
 # --------------------------------------------------------------- the run itself
 def check_run(report: dict[str, Any], *, promise: int, redone_example: str | None,
-              failed_task: dict[str, Any] | None, log_path: str) -> list[Failure]:
+              failed_task: dict[str, Any] | None, log_path: str, resent: int | None = None) -> list[Failure]:
+    """``resent`` (plain, at least once): the re-sends of calls in doubt, which bound the
+    redone calls instead of ``promise`` per kill."""
     found: list[Failure] = []
     if report["incomplete_records"]:
         why = f"; task {failed_task['task_id']} failed: {failed_task['error']}" if failed_task else ""
@@ -204,13 +230,15 @@ def check_run(report: dict[str, Any], *, promise: int, redone_example: str | Non
         found.append(failure("kills_not_delivered", f"only {report['kills_landed']} of {report['kills_requested']} "
                                                     "kills landed (the run ended first, or the worker had already "
                                                     f"exited){where}; use more --records or a larger --work-ms"))
-    allowed = promise * report["kills_landed"]
+    allowed = promise * report["kills_landed"] if resent is None else resent
     if report["redone_calls"] > allowed:
         e_g = f", e.g. key {redone_example}" if redone_example else ""
         found.append(failure("redone_calls", f"{report['redone_calls']} calls were sent again after "
-                                             f"{report['kills_landed']} kills{e_g}; the {report['strategy']} strategy "
-                                             f"promises at most {promise} per kill"
-                                             + (" (a prepared call is looked up, not re-sent)" if not promise else "")))
+                                             f"{report['kills_landed']} kills{e_g}; " + (
+                                                 f"only the {resent} calls re-sent in doubt may be" if resent is not None
+                                                 else f"the {report['strategy']} strategy promises at most {promise} "
+                                                      "per kill" + (" (a call in doubt is looked up or held, not "
+                                                                    "re-sent)" if not promise else ""))))
     for code in report["worker_failures"]:
         found.append(failure("worker_failures", f"a worker exited with code {code} (see {log_path})"))
     for n, g in enumerate(report["graceful_exits"], 1):
@@ -241,9 +269,18 @@ def check_durability(observed: dict[str, Any]) -> list[Failure]:
     return found
 
 
-def summary_line(failures: list[Failure]) -> list[str]:
+def summary_line(failures: list[Failure], calls: dict[str, Any] | None = None) -> list[str]:
+    """``calls``: the report's effect kind, policy and calls in doubt (what was promised)."""
     if not failures:
-        return ["OK: nothing lost, nothing applied twice, results and final state match job.py, "
-                "durability settings observed"]
+        policy = (calls or {}).get("plain_policy")
+        rest = "results and final state match job.py, durability settings observed"
+        if policy == "at-most-once":
+            return [f"OK (plain call, at most once): 0 duplicates; {calls['in_doubt']} call(s) in doubt listed "  # type: ignore[index]
+                    f"by `reconcile`; {rest}"]
+        if policy == "at-least-once":
+            return [f"OK (plain call, at least once): nothing lost; {calls['duplicate_effects']} duplicate(s), "  # type: ignore[index]
+                    f"within the {calls['possible_duplicates']} re-send(s) of {calls['in_doubt']} call(s) in doubt; "  # type: ignore[index]
+                    f"{rest}"]
+        return [f"OK: nothing lost, nothing applied twice, {rest}"]
     order = {check: i for i, check in enumerate(CHECKS)}
     return [f"FAILED: {f['check']}: {f['message']}" for f in sorted(failures, key=lambda f: order[f["check"]])]
