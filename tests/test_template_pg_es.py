@@ -7,29 +7,26 @@
 * the schema version check, on PostgreSQL.
 
 The drill tests share the session's throwaway server (tests/pg_server.py), one fresh
-database each; the crash test crashes a server of its own.
+database each; the crash test crashes a server of its own (tests/pg_crash.py). The
+same crash under the CLI's `run` (outage.py riding it out, its log lines) is in
+tests/test_template_pg_outage.py, with the other strategies.
 """
 
 from __future__ import annotations
 
 import json
 import os
-import pwd
-import shutil
 import sqlite3
 import subprocess
 import sys
-import tempfile
 import time
 import uuid
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
 
 from advisor import scaffold
-from pg_server import _as_server_user, _free_port, find_bin
+from pg_crash import crashable_postgres
 
 pytestmark = pytest.mark.slow
 
@@ -104,55 +101,6 @@ def test_schema_version_is_checked_on_postgresql(tmp_path: Path, fresh_database:
 
 
 # ------------------------------------------------------------------ PostgreSQL crashed mid-run
-class CrashableServer:
-    """A server of this test's own, so that crashing it harms no other test."""
-
-    def __init__(self, root: Path) -> None:
-        self.root, self.data, self.port = root, root / "data", _free_port()
-        self.url = f"postgresql://postgres@127.0.0.1:{self.port}/drill"
-        self.pg_ctl = find_bin("pg_ctl") or "pg_ctl"
-
-    def _ctl(self, *args: str) -> None:
-        subprocess.run(_as_server_user([self.pg_ctl, "-D", str(self.data), *args]), check=True,
-                       capture_output=True, timeout=120)
-
-    def start(self) -> None:
-        opts = (f"-p {self.port} -k {self.root / 'sock'} -c listen_addresses=127.0.0.1 -c fsync=off "
-                f"-c max_connections=50")
-        self._ctl("-o", opts, "-l", str(self.root / "log"), "-w", "start")
-
-    def crash(self) -> None:
-        """Every connection cut, nothing flushed: recovery from the WAL at the next start."""
-        self._ctl("-m", "immediate", "-w", "stop")
-
-
-@contextmanager
-def crashable_server() -> Iterator[CrashableServer]:
-    initdb = find_bin("initdb")
-    if initdb is None:
-        pytest.fail("PostgreSQL is not installed: `make test` installs it (make postgres)")
-    root = Path(tempfile.mkdtemp(prefix="advisor-pg-es-"))
-    (root / "sock").mkdir()
-    if os.geteuid() == 0:  # PostgreSQL refuses to run as root
-        user = pwd.getpwnam("postgres")
-        for p in (root, root / "sock"):
-            os.chown(p, user.pw_uid, user.pw_gid)
-    server = CrashableServer(root)
-    try:
-        subprocess.run(_as_server_user([initdb, "-D", str(server.data), "-U", "postgres", "--auth=trust", "-E",
-                                        "UTF8", "--no-sync"]), check=True, capture_output=True, timeout=120)
-        server.start()
-        try:
-            subprocess.run([find_bin("createdb") or "createdb", "-h", "127.0.0.1", "-p", str(server.port), "-U",
-                            "postgres", "drill"], check=True, capture_output=True, timeout=60)
-            yield server
-        finally:
-            if (server.data / "postmaster.pid").exists():
-                server.crash()
-    finally:
-        shutil.rmtree(root, ignore_errors=True)
-
-
 #: One worker process that does what `run` does on a store outage: calls the strategy's
 #: run again in the same process (fresh Application and connections), after a pause.
 #: (The CLI's `run` wraps it the same way; this drives the strategy directly so that the
@@ -188,7 +136,7 @@ def test_workers_finish_through_a_postgresql_crash(tmp_path: Path, strategy: str
     records = 400
     generated = generate(strategy, tmp_path / "job")
     data = tmp_path / "data"
-    with crashable_server() as server:
+    with crashable_postgres() as server:
         submitted = cli(generated, server.url, "submit-demo", "--records", str(records), "--work-ms", "8",
                         "--data-dir", str(data))
         assert submitted.returncode == 0, submitted.stderr

@@ -1,6 +1,7 @@
 """``reset``: empty this job's state so the demo (or a new workload) can start over.
 
-* PostgreSQL: drops the strategy's tables (its module's ``STORE_TABLES``) in one
+* PostgreSQL: drops the strategy's tables (its module's ``STORE_TABLES``, and the
+  submissions by correlation id that every SQL strategy keeps) in one
   transaction; the next ``submit-demo`` creates them again. Confirmed by typing
   the database's name.
 * SQLite: removes the state files of the data directory (``state.db`` and its
@@ -28,6 +29,7 @@ from .strategy import Context
 
 #: A DROP waits this long for a table in use (a running worker's transaction), then gives up.
 LOCK_TIMEOUT = "5s"
+SUBMISSIONS_TABLE = "submissions"
 SQLITE_FILES = (STATE_DB, STATE_DB + "-wal", STATE_DB + "-shm", STATE_DB + "-journal")
 EXTERNAL_FILES = (EXTERNAL_DB, EXTERNAL_DB + "-wal", EXTERNAL_DB + "-shm", EXTERNAL_DB + "-journal")
 
@@ -39,6 +41,9 @@ def run(ctx: Context, *, yes: bool, stdin: IO[str] | None = None, out: IO[str] |
     if ctx.data_dir.exists():
         check_data_dir(ctx.data_dir, create=False)  # a file given as --data-dir: exit 2, nothing removed
     postgres = is_postgresql(ctx.settings.database_url) and bool(strategy.STORE_TABLES)
+    # Every SQL strategy also keeps the submissions by correlation id (correlation.py),
+    # whether or not its module lists them.
+    tables = tuple(dict.fromkeys((*strategy.STORE_TABLES, SUBMISSIONS_TABLE)))
     files = [ctx.data_dir / name for name in getattr(strategy, "STATE_FILES", ())]
     if not postgres and strategy.STORE_TABLES:
         files += [ctx.data_dir / name for name in SQLITE_FILES]
@@ -51,7 +56,7 @@ def run(ctx: Context, *, yes: bool, stdin: IO[str] | None = None, out: IO[str] |
     try:
         if store is not None:
             database = str((store.one("SELECT current_database() AS name") or {}).get("name"))
-            what, answer = f"the tables {', '.join(strategy.STORE_TABLES)} in the database {store.where}", database
+            what, answer = f"the tables {', '.join(tables)} in the database {store.where}", database
         else:
             what, answer = f"the state in {ctx.data_dir}", "y"
         if store is None and not present:
@@ -66,7 +71,7 @@ def run(ctx: Context, *, yes: bool, stdin: IO[str] | None = None, out: IO[str] |
             print("reset cancelled: nothing was deleted", file=out)
             return 1
         if store is not None:
-            _drop(store, strategy.STORE_TABLES)
+            _drop(store, tables)
     finally:
         if store is not None:
             store.close()
