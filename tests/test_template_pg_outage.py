@@ -183,6 +183,8 @@ def test_sigkill_drill_with_postgresql_crashed_mid_run(tmp_path: Path, server: C
     assert [f["check"] for f in report["failures"]] == ["durability"], report["failures"]
     workers_log = (data_dir / "drill-workers.log").read_text(errors="replace")
     assert "retrying for up to 60 s" in workers_log, workers_log[-3000:]
+    # The drill saw the ride-outs (each restarts a unit in flight, allowed like a kill).
+    assert report["store_outages_ridden"] >= 1, report
 
 
 @pytest.mark.parametrize("strategy", ["checkpoint", "event-sourcing"])

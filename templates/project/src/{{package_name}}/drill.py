@@ -460,6 +460,8 @@ class Drill:
             report["oracle"] = {"records": len(records), "expected_effects": len(expected), "steps": list(job.STEPS),
                                 "computed_by": "the oracle failed; see the results failure"}
         failed_task = next((t for t in state.get("tasks", []) if t.get("error")), None)
+        # A store outage a worker rode out restarts its unit in flight like a kill: same allowance.
+        report["store_outages_ridden"] = collect(data_dir / PROBE_DIR)["outages"]
         failures += verdict.check_run(report, promise=strategy.REDONE_CALLS_PER_KILL,
                                       redone_example=a_redone_call(data_dir) if report["redone_calls"] else None,
                                       failed_task=failed_task, log_path=str(data_dir / "drill-workers.log"),

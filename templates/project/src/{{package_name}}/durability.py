@@ -87,6 +87,9 @@ class Probe:
         self.synced: set[tuple[int, int, int, int]] = set()
         self.unsynced_dirs: dict[tuple[int, int], str] = {}  # renamed-into directories awaiting fsync
         self.postgresql: list[dict[str, str]] = []
+        #: Store outages this worker rode out (outage.py): each restarts the unit of work in
+        #: flight, like a kill, so the drill counts them with the kills.
+        self.outages = 0
         self.real: dict[str, Any] = {"fsync": os.fsync, "replace": os.replace, "rename": os.rename,
                                      "connect": sqlite3.connect}
 
@@ -159,6 +162,10 @@ class Probe:
             self.postgresql.append(settings)
             self.write()
 
+    def saw_outage(self) -> None:
+        self.outages += 1
+        self.write()
+
     # ---- files
     def _fsync(self, fd: Any) -> None:
         self.real["fsync"](fd)
@@ -202,7 +209,7 @@ class Probe:
     # ---- reporting
     def write(self) -> None:
         doc = {"pid": os.getpid(), "sqlite": self.connections, "postgresql": self.postgresql,
-               "files": self.files, "violations": self.violations}
+               "files": self.files, "violations": self.violations, "outages": self.outages}
         tmp = self.path.with_name(self.path.name + ".tmp")
         try:
             tmp.write_text(json.dumps(doc, sort_keys=True), encoding="utf-8")
@@ -232,13 +239,14 @@ def collect(report_dir: Path) -> dict[str, Any]:
     """The drill's side: merge what every worker process reported."""
     merged: dict[str, Any] = {"processes": 0, "sqlite": [], "postgresql": [],
                               "files": {"file_fsyncs": 0, "dir_fsyncs": 0, "renames": 0, "synced_renames": 0},
-                              "violations": []}
+                              "violations": [], "outages": 0}
     for path in sorted(report_dir.glob("*.json")):
         try:
             doc = read_json(path, "durability report")  # bounded (safe_read.py)
         except CorruptStateError:
             continue  # a report cut short by the kill itself: the next write would have replaced it
         merged["processes"] += 1
+        merged["outages"] += int(doc.get("outages", 0))
         for kind in ("sqlite", "postgresql"):
             for seen in doc.get(kind, []):
                 if seen not in merged[kind]:

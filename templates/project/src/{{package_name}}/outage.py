@@ -83,6 +83,15 @@ def _wait(seconds: float, shutdown: Shutdown, clock: Callable[[], float],
     return False
 
 
+def _tell_probe() -> None:
+    """In a drilled worker: an outage restarts the work in flight, as a kill does; the drill
+    allows its re-sent calls the same way (durability.py)."""
+    from . import durability
+
+    if durability.active is not None:
+        durability.active.saw_outage()
+
+
 def _back(outage: Outage, log: Callable[[str], None], clock: Callable[[], float]) -> Callable[[], None]:
     def back() -> None:
         log(f"state store reachable again after {clock() - outage.began:.1f} s; "
@@ -104,6 +113,7 @@ def ride_out(attempt: Callable[[], int], shutdown: Shutdown, limit_s: float, *,
             return attempt()
         except StoreUnavailable as exc:
             now = clock()
+            _tell_probe()
             if outage is None or store.commits() != outage.commits:
                 outage = Outage(limit_s, now, rng)
                 log(f"{str(exc).rstrip('.')}; retrying for up to {limit_s:g} s")

@@ -30,6 +30,8 @@ from .strategy import Context
 #: A DROP waits this long for a table in use (a running worker's transaction), then gives up.
 LOCK_TIMEOUT = "5s"
 SUBMISSIONS_TABLE = "submissions"
+#: The call ledger of plain external calls (effects.py), made in the state store on first use.
+EFFECT_CALLS_TABLE = "effect_calls"
 SQLITE_FILES = (STATE_DB, STATE_DB + "-wal", STATE_DB + "-shm", STATE_DB + "-journal")
 EXTERNAL_FILES = (EXTERNAL_DB, EXTERNAL_DB + "-wal", EXTERNAL_DB + "-shm", EXTERNAL_DB + "-journal")
 
@@ -41,11 +43,11 @@ def run(ctx: Context, *, yes: bool, stdin: IO[str] | None = None, out: IO[str] |
     if ctx.data_dir.exists():
         check_data_dir(ctx.data_dir, create=False)  # a file given as --data-dir: exit 2, nothing removed
     postgres = is_postgresql(ctx.settings.database_url) and bool(strategy.STORE_TABLES)
-    # Every SQL strategy also keeps the submissions by correlation id (correlation.py),
-    # whether or not its module lists them.
-    tables = tuple(dict.fromkeys((*strategy.STORE_TABLES, SUBMISSIONS_TABLE)))
+    # Every SQL strategy also keeps the submissions by correlation id (correlation.py) and,
+    # for plain calls, the call ledger (effects.py), whether or not its module lists them.
+    tables = tuple(dict.fromkeys((*strategy.STORE_TABLES, SUBMISSIONS_TABLE, EFFECT_CALLS_TABLE)))
     files = [ctx.data_dir / name for name in getattr(strategy, "STATE_FILES", ())]
-    if not postgres and strategy.STORE_TABLES:
+    if not postgres:  # the file variant too: its plain-call ledger lives in state.db
         files += [ctx.data_dir / name for name in SQLITE_FILES]
     shared_external = ctx.external_dir.resolve() != ctx.data_dir.resolve()
     if not shared_external:

@@ -296,6 +296,7 @@ def apply_schema(store: Store, schema_sql: str, version: int, migrations: Mappin
     into version ``v``; each runs in its own transaction with the version bump.
     """
     with store.transaction():
+        _lock_schema(store)
         exists = _has_table(store, "schema_version")
         if not exists:
             for statement in split_sql(schema_sql):
@@ -311,11 +312,29 @@ def apply_schema(store: Store, schema_sql: str, version: int, migrations: Mappin
         if step is None:
             raise StoreError(f"no migration from schema version {current} to {current + 1}")
         with store.transaction():
+            _lock_schema(store)
+            row = store.one("SELECT version FROM schema_version")
+            if row and int(row["version"]) > current:  # another worker migrated meanwhile
+                current = int(row["version"])
+                continue
             for statement in split_sql(step):
                 store.execute(statement)
             store.execute("UPDATE schema_version SET version = ?", (current + 1,))
         current += 1
     return current
+
+
+#: Any constant: the key of the advisory lock that lets one worker at a time create or migrate the schema.
+SCHEMA_LOCK_KEY = 7_212_024
+
+
+def _lock_schema(store: Store) -> None:
+    """PostgreSQL: workers starting at once would each create or migrate the schema, and
+    all but one fail on a unique violation of the catalog (CREATE TABLE races). An advisory
+    lock held to the end of the transaction lets one do it while the others wait, then see
+    it done. SQLite needs nothing: BEGIN IMMEDIATE already lets one writer in at a time."""
+    if store.dialect == "postgresql":
+        store.execute("SELECT pg_advisory_xact_lock(?)", (SCHEMA_LOCK_KEY,))
 
 
 def _has_table(store: Store, name: str) -> bool:

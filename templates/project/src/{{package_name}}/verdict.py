@@ -230,14 +230,17 @@ def check_run(report: dict[str, Any], *, promise: int, redone_example: str | Non
         found.append(failure("kills_not_delivered", f"only {report['kills_landed']} of {report['kills_requested']} "
                                                     "kills landed (the run ended first, or the worker had already "
                                                     f"exited){where}; use more --records or a larger --work-ms"))
-    allowed = promise * report["kills_landed"] if resent is None else resent
+    restarts = report["kills_landed"] + report.get("store_outages_ridden", 0)
+    allowed = promise * restarts if resent is None else resent
     if report["redone_calls"] > allowed:
         e_g = f", e.g. key {redone_example}" if redone_example else ""
+        ridden = (f" and {report['store_outages_ridden']} store outage(s) ridden out"
+                  if report.get("store_outages_ridden") else "")
         found.append(failure("redone_calls", f"{report['redone_calls']} calls were sent again after "
-                                             f"{report['kills_landed']} kills{e_g}; " + (
+                                             f"{report['kills_landed']} kills{ridden}{e_g}; " + (
                                                  f"only the {resent} calls re-sent in doubt may be" if resent is not None
                                                  else f"the {report['strategy']} strategy promises at most {promise} "
-                                                      "per kill" + (" (a call in doubt is looked up or held, not "
+                                                      "per kill or outage" + (" (a call in doubt is looked up or held, not "
                                                                     "re-sent)" if not promise else ""))))
     for code in report["worker_failures"]:
         found.append(failure("worker_failures", f"a worker exited with code {code} (see {log_path})"))
