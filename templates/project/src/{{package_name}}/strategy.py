@@ -34,6 +34,9 @@ talk to the strategy only through the module named by ``settings.RUNTIME_MODULE`
 ``run(ctx, shutdown, *, limit=None) -> int``
     work until nothing is left (or ``limit`` records were processed, or
     ``shutdown.requested``), checkpointing as it goes; returns the exit code.
+    The strategies a queue feeds also take ``store=`` (an open store of this
+    strategy) and ``external=`` (an open ExternalService): the consumer's own,
+    used and left open, so a pass per batch of messages opens no connection.
 ``status(ctx) -> dict``
     ``{"strategy", "total", "done", "failed", "percent", "tasks": [{"task_id",
     "status", "done", "total", "percent", "last_checkpoint_age_s", "rate_per_s",
