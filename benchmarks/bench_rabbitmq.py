@@ -5,7 +5,8 @@
 A throwaway RabbitMQ node on loopback ports (tests/rabbitmq_server.py; `make rabbitmq`
 installs the package) holds the same workload twice, as persistent messages with
 correlation ids. Ours: the consumer of a project generated with input_source=rabbitmq
-(amqp_input.py: submit deduped by correlation id, the strategy's worker, ack only after
+(amqp_input.py: a prefetched batch submitted in one transaction, each message deduped by its
+correlation id; the strategy's worker on the consumer's connections; ack only after
 the work is committed as done). The baseline: a plain pika consumer with the same
 prefetch that, per message, runs the same job with the same external calls (same
 simulated service, same keys), commits the results to SQLite (WAL, synchronous=FULL)
@@ -18,13 +19,15 @@ Two projects: idempotent-retry (one record per message) and checkpoint (one task
 Target: ratio >= 0.8 on every row. Every missed target is printed as MISSED and makes
 the script exit 1.
 
-Measured (2026-11-30, load average 9-14 on 2 shared cores; medians of 3 rounds, range):
-checkpoint 0 ms 0.73-1.19 (rounds 0.33-1.55), 1 ms 0.98 (0.79-1.23); idempotent-retry
-0 ms 0.27-0.41, 1 ms 0.53-0.71, 5 ms 0.59: MISSED. Why: with one record per message the
-plain consumer makes two durable writes per message (the call, the commit), ours three
-(the submit transaction, which dedupes by correlation id, the call, the task's commit)
-plus the submit's own store connection; 0.67 is the ceiling at 0 ms until a prefetch
-batch's submissions share one transaction (each still deduped by its own id).
+Measured (2026-11-30, 3 runs, load average 0.3-0.6 on 2 cores; each run's median ratio):
+idempotent-retry 0 ms 0.64/0.64/0.73 (rounds 0.61-0.74), 1 ms 0.79/0.79/0.85 (0.78-0.86);
+checkpoint 0 ms 0.69/0.77/0.71 (0.65-0.96), 1 ms 0.96/0.98/0.98 (0.94-0.99). Before a
+prefetch batch was submitted in one transaction (one run, load 0.4-2.6): 0.29, 0.63, 0.67,
+0.87. MISSED at 0 ms, not because of the load: the consumer now adds one commit per batch
+(the submit) and one per work pass (its first claim) and opens nothing per batch; what is
+left is the strategies' own work per unit (an idempotent-retry task's transaction: dedupe
+lookup, dedupe and result rows, status and next claim, ~0.55 ms per task against the plain
+consumer's 0.45 ms per whole message; a checkpoint task's prepared intents).
 """
 
 from __future__ import annotations

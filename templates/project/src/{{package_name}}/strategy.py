@@ -24,9 +24,19 @@ talk to the strategy only through the module named by ``settings.RUNTIME_MODULE`
     added them (a redelivered submission finds the existing work). The answer is a
     :class:`Submitted` (a list of task ids whose ``added`` says which case it was).
     The records are taken as given: check them first (submission.check_records).
+``submit_many(ctx, store, submissions) -> list[Submitted]`` (optional; the queue input uses it)
+    ``submissions`` is a list of ``(correlation_id, records, work_ms)``; all of them
+    are added in ONE transaction on ``store`` (an open store of this strategy, the
+    caller's to close), each deduped by its own correlation id exactly as ``submit``
+    does, and the answers come in the same order. One submission refused (JobError)
+    rolls back them all: the caller then submits them one by one. A consumer thus
+    commits once per batch of messages, not once per message.
 ``run(ctx, shutdown, *, limit=None) -> int``
     work until nothing is left (or ``limit`` records were processed, or
     ``shutdown.requested``), checkpointing as it goes; returns the exit code.
+    The strategies a queue feeds also take ``store=`` (an open store of this
+    strategy) and ``external=`` (an open ExternalService): the consumer's own,
+    used and left open, so a pass per batch of messages opens no connection.
 ``status(ctx) -> dict``
     ``{"strategy", "total", "done", "failed", "percent", "tasks": [{"task_id",
     "status", "done", "total", "percent", "last_checkpoint_age_s", "rate_per_s",

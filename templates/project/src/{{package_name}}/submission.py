@@ -104,6 +104,8 @@ _KIND_NAMES = {int: "an integer", float: "a number", str: "a text", bool: "true 
 
 def _typed(value: Any, kind: type, name: str, here: str, *, from_text: bool) -> Any:
     """``value`` as ``kind``, or BadInput naming the record, the field and the value."""
+    if not from_text and type(value) is kind:  # the usual case (a JSON record): checked, nothing to build
+        return value if kind is not float or math.isfinite(value) else _wrong(value, kind, name, here)
     wrong = BadInput(f"{here}: {name!r} must be {_KIND_NAMES.get(kind, kind.__name__)}, got {value!r}")
     if from_text and isinstance(value, str) and kind is not str:
         text = value.strip()
@@ -122,6 +124,10 @@ def _typed(value: Any, kind: type, name: str, here: str, *, from_text: bool) -> 
     if not isinstance(value, kind) or (isinstance(value, float) and not math.isfinite(value)):
         raise wrong
     return value
+
+
+def _wrong(value: Any, kind: type, name: str, here: str) -> Any:
+    raise BadInput(f"{here}: {name!r} must be {_KIND_NAMES.get(kind, kind.__name__)}, got {value!r}")
 
 
 def _context(data_dir: str | Path) -> Context:
