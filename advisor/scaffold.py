@@ -92,13 +92,13 @@ def _choice_values(spec: Mapping[str, Any]) -> tuple[str, ...]:
     return tuple(str(c) for c in choices)
 
 
-def template_questions(strategy: str | None = None) -> list[TemplateQuestion]:
+def template_questions(strategy: str | None = None, given: Mapping[str, object] | None = None) -> list[TemplateQuestion]:
     """The questions a user answers (computed values excluded), in template order.
 
     With ``strategy``, only those the template asks for it (their ``when`` holds with
-    the defaults), e.g. ``checkpoint_store`` only for ``checkpoint``.
+    the ``given`` answers and the defaults), e.g. ``checkpoint_store`` only for ``checkpoint``.
     """
-    asked = _asked_for(strategy) if strategy is not None else None
+    asked = _asked_for(strategy, given) if strategy is not None else None
     return [
         TemplateQuestion(
             id=key,
@@ -112,12 +112,20 @@ def template_questions(strategy: str | None = None) -> list[TemplateQuestion]:
     ]
 
 
-def _asked_for(strategy: str) -> set[str]:
-    """Question ids whose ``when`` holds for ``strategy`` with every other answer at its default."""
+def _asked_for(strategy: str, given: Mapping[str, object] | None = None) -> set[str]:
+    """Question ids whose ``when`` holds for ``strategy`` with the ``given`` answers and every
+    other answer at its default (``input_source`` is asked of a checkpoint project only while
+    ``checkpoint_store`` is ``table``)."""
     env, context, asked = _jinja_env(), _context(None), set[str]()
+    given = given or {}
     for qid, spec in _raw_questions().items():
         kind = str(spec.get("type", "str"))
-        value = strategy if qid == "strategy" else _coerce(qid, kind, _render(env, spec.get("default"), context))
+        if qid == "strategy":
+            value: object = strategy
+        elif qid in given:
+            value = _coerce(qid, kind, given[qid])
+        else:
+            value = _coerce(qid, kind, _render(env, spec.get("default"), context))
         context[qid] = value
         if str(_render(env, spec.get("when", True), context)).strip().lower() not in ("false", "0", "no", ""):
             asked.add(qid)
