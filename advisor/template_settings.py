@@ -61,13 +61,14 @@ def _rule(path: Path, index: int, raw: object, catalog: Catalog) -> Rule:
         raise CatalogError(path, where, "expected exactly the keys when, set and reason")
     when, settings, reason = raw["when"], raw["set"], raw["reason"]
     if not isinstance(when, dict) or not when:
-        raise CatalogError(path, f"{where}.when", "expected a mapping of question id → list of values")
+        raise CatalogError(path, f"{where}.when", "expected a mapping of question id → a value or a list of values")
     condition: dict[str, tuple[str, ...]] = {}
     for qid, values in when.items():
         if qid not in catalog.question_ids:
             raise CatalogError(path, f"{where}.when.{qid}", f"unknown question; valid: {', '.join(catalog.question_ids)}")
+        values = [values] if isinstance(values, str) else values  # `q: v` as in conflicts.yaml
         if not isinstance(values, list) or not values:
-            raise CatalogError(path, f"{where}.when.{qid}", "expected a non-empty list of values")
+            raise CatalogError(path, f"{where}.when.{qid}", "expected a value or a non-empty list of values")
         valid = catalog.question(qid).values
         bad = [v for v in values if v not in valid]
         if bad:
