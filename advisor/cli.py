@@ -184,11 +184,13 @@ def _template_settings(
 def _generate_options(args: argparse.Namespace, settings: Sequence[Setting]) -> str:
     """How the next command carries the settings: the same answers file when it alone gave the
     answers (`generate --answers` reads it), else one --set flag per setting."""
-    if not settings:
+    from advisor.template_settings import flags
+
+    if not any(not s.default for s in settings):
         return ""
     if args.answers and not args.set:
         return f" --answers {shlex.quote(args.answers)}"
-    return "".join(f" {s.flag()}" for s in settings)
+    return flags(settings)
 
 
 def cmd_questions(args: argparse.Namespace) -> int:

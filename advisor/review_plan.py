@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 
 from advisor.catalog import Catalog, Control, Strategy
 from advisor.engine import Recommendation
+from advisor.template_settings import flags as generate_flags
 
 if TYPE_CHECKING:
     from advisor.answers import CurrentDesign
@@ -152,11 +153,6 @@ def migration_path(
     keep_text = [f"the controls that carry over: {ids(kept)}"] if kept else []
     keep_text.append("the job's own business logic; only how it records progress and calls out changes")
     return tuple(steps), tuple(keep_text), to_build
-
-
-def generate_flags(settings: Sequence[Setting]) -> str:
-    """The `advisor generate` options that carry the settings."""
-    return "".join(f" {s.flag()}" for s in settings)
 
 
 def because(settings: Sequence[Setting]) -> str:

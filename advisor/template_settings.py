@@ -10,8 +10,8 @@ rules stay safe whichever template questions exist today.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from advisor.catalog import Catalog, Condition, condition_holds
@@ -34,12 +34,18 @@ class Setting:
     key: str
     value: str
     reason: str
+    default: bool = False  # the template's default already: a command need not spell it out
 
     def flag(self) -> str:
         return f"--set {self.key}={self.value}"
 
     def to_json(self) -> dict[str, str]:
         return {"key": self.key, "value": self.value, "reason": self.reason}
+
+
+def flags(settings: Sequence[Setting]) -> str:
+    """The `advisor generate` options that carry the settings (a template default goes without saying)."""
+    return "".join(f" {s.flag()}" for s in settings if not s.default)
 
 
 def load_rules(catalog: Catalog) -> tuple[Rule, ...]:
@@ -120,7 +126,7 @@ def settings_for(
             continue
         value = given.get(question.id, setting.value)
         if question.id in _asked_for(strategy, {**given, question.id: value}):
-            kept.append(setting)
+            kept.append(replace(setting, default=str(question.default) == setting.value))
             given.setdefault(question.id, setting.value)
     return tuple(kept)
 
