@@ -111,12 +111,12 @@ def settings_for(
     settings already kept — and only values among the question's choices. A strategy the
     template does not generate gets none.
     """
+    wanted = implied(load_rules(catalog), answers)
+    if not wanted:
+        return ()  # before reading the template: `recommend --json` stays light when nothing applies
     from advisor.scaffold import _asked_for, generated_strategies, template_questions
 
     if strategy not in generated_strategies():
-        return ()
-    wanted = implied(load_rules(catalog), answers)
-    if not wanted:
         return ()
     given: dict[str, object] = dict(explicit or {})
     kept: list[Setting] = []
