@@ -249,3 +249,13 @@ def test_a_catalog_without_a_rules_file_gives_no_settings(capsys, catalog_copy: 
     (catalog_copy / "template-settings.yaml").unlink()
     code, out, _ = run(capsys, "--catalog", str(catalog_copy), "recommend", "--answers", str(many_file), "--json")
     assert code == 0 and json.loads(out)["template_settings"] == []
+
+
+def test_every_setting_is_in_the_user_guide(catalog: Catalog) -> None:
+    guide = (Path(__file__).resolve().parents[1] / "docs" / "user-guide.md").read_text()
+    section = guide.split("### Template settings from your answers", 1)[1]
+    for rule in load_rules(catalog):
+        for qid, values in rule.when.items():
+            assert f"`{qid}: {values[0]}`" in section, (qid, values)
+        for key, value in rule.settings.items():
+            assert f"`{key}={value}`" in section, (key, value)
