@@ -363,7 +363,8 @@ def cmd_generate(args: argparse.Namespace) -> int:
         shown = ", ".join(generated.kept[:8]) + (f" and {len(generated.kept) - 8} more" if len(generated.kept) > 8 else "")
         print(_bullet(f"kept, not the template's: {shown}", "", ""))
     print("next:")
-    for line in scaffold.next_commands(generated.package, args.dest, args.strategy):
+    queue = scaffold.recorded_answer(generated.dest, "input_source") or "cli"  # asked only where a message is work
+    for line in scaffold.next_commands(generated.package, args.dest, args.strategy, queue):
         print(f"  {line}")
     return 0
 

@@ -358,20 +358,26 @@ def preview(strategy: str, answers: Mapping[str, object] | None = None, dest: Pa
         return list(generate(strategy, Path(tmp) / name, answers).files)
 
 
-def next_commands(package: str, shown_dest: str, strategy: str | None = None) -> list[str]:
+def next_commands(package: str, shown_dest: str, strategy: str | None = None, input_source: str = "cli") -> list[str]:
     """What to type after generating, in a fresh shell, each with what it does (shell comments).
 
     ``make setup`` makes ``.venv`` (the project and its dependencies, from PyPI); activating it
-    puts that ``python`` first on PATH for the rest of the shell session.
+    puts that ``python`` first on PATH for the rest of the shell session. A project whose input
+    is a RabbitMQ queue (``input_source``) names its broker first: its run and drill use it.
     """
     pkg = f"python -m {package}"
     drill = {"records": 2000, "kills": 10, "aim": None, **DRILL_DEFAULTS.get(strategy or "", {})}
     aim = f" --aim {drill['aim']}" if drill["aim"] else ""
+    if input_source == "rabbitmq":
+        work = ["export AMQP_URL='amqp://guest:guest@127.0.0.1:5672/%2F'   # your RabbitMQ broker (run and drill need one)",
+                f"{pkg} run                  # consume the queue until it is drained, then exit 0"]  # fmt: skip
+    else:
+        work = [f"{pkg} submit-demo --records 2000 && {pkg} run"]
     return [
         f"cd {shlex.quote(shown_dest)}",
         "make setup                 # .venv: the project and its dependencies (from PyPI)",
         ". .venv/bin/activate       # this shell's python is now the project's",
-        f"{pkg} submit-demo --records 2000 && {pkg} run",
+        *work,
         f"{pkg} drill --records {drill['records']} --kills {drill['kills']} --seed 1{aim}"
         "   # kill -9 at random moments, then verify",
         "make test                  # its own tests, the drills included",
@@ -392,11 +398,16 @@ def _package_of(dest: Path) -> str:
 # ---------------------------------------------------------------------- drill
 def strategy_of(dest: Path) -> str:
     """The strategy a generated project implements ('' when its answers file can't tell)."""
+    return recorded_answer(dest, "strategy")
+
+
+def recorded_answer(dest: Path, key: str) -> str:
+    """One answer recorded in a generated project's ``.copier-answers.yml`` ('' when it can't tell)."""
     try:
         answers = load_yaml(Path(dest) / ".copier-answers.yml", "template answers file") or {}
     except AdvisorError:
         return ""
-    return str(answers.get("strategy", "")) if isinstance(answers, dict) else ""
+    return str(answers.get(key, "")) if isinstance(answers, dict) else ""
 
 
 #: A drill's size when the caller does not say: a Spark restart is a JVM start (5-10 s),

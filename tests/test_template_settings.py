@@ -259,3 +259,14 @@ def test_every_setting_is_in_the_user_guide(catalog: Catalog) -> None:
             assert f"`{qid}: {values[0]}`" in section, (qid, values)
         for key, value in rule.settings.items():
             assert f"`{key}={value}`" in section, (key, value)
+
+
+def test_a_queue_project_s_next_steps_name_the_broker_instead_of_the_demo() -> None:
+    """input_source=rabbitmq (set by the broker answer): `run` consumes the queue, so the steps say which."""
+    from advisor.scaffold import next_commands
+
+    queue = next_commands("payments", "./payments", "idempotent-retry", "rabbitmq")
+    assert any(line.startswith("export AMQP_URL=") for line in queue) and not any("submit-demo" in x for x in queue)
+    assert any(line.startswith("python -m payments run ") for line in queue)
+    cli = next_commands("payments", "./payments", "idempotent-retry")
+    assert any("submit-demo" in line for line in cli) and not any("AMQP_URL" in line for line in cli)
