@@ -70,3 +70,24 @@ def test_the_file_variant_is_prefilled_and_generated(catalog: Catalog, tmp_path:
     asyncio.run(walk())
     answers = yaml.safe_load((tmp_path / "filejob" / ".copier-answers.yml").read_text())
     assert answers["checkpoint_store"] == "file" and "state_store" not in answers
+
+
+def test_a_plain_api_prefills_the_effect_kind_and_its_policy(catalog: Catalog, tmp_path: Path) -> None:
+    from advisor.scaffold import template_questions
+
+    if not any(q.id == "effect_kind" for q in template_questions("checkpoint")):
+        import pytest
+
+        pytest.skip("templates/copier.yml does not define effect_kind yet")
+    plain = {**MANY, "workers": "one", "external_effects": "plain_api", "duplicate_cost": "unacceptable"}
+
+    async def walk() -> None:
+        app = make_app(catalog, plain, workdir=tmp_path)
+        async with app.run_test(size=(100, 50)) as pilot:
+            await open_generate(pilot)
+            assert app.screen.query_one("#store-effect_kind", Select).value == "plain"
+            assert app.screen.query_one("#store-plain_policy", Select).value == "at-most-once"
+            reason = str(app.screen.query_one("#reason-plain_policy", Static).render())
+            assert "listed for a person" in reason and "never repeated" in reason
+
+    asyncio.run(walk())
