@@ -270,3 +270,15 @@ def test_a_queue_project_s_next_steps_name_the_broker_instead_of_the_demo() -> N
     assert any(line.startswith("python -m payments run ") for line in queue)
     cli = next_commands("payments", "./payments", "idempotent-retry")
     assert any("submit-demo" in line for line in cli) and not any("AMQP_URL" in line for line in cli)
+
+
+def test_the_review_generates_the_reference_with_the_settings(catalog: Catalog) -> None:
+    from advisor.review import decision_record
+
+    many = decision_record({**BATCH, "workers": "many"}, catalog)
+    assert "`advisor generate checkpoint ./continuity-job --set state_store=postgresql`" in many
+    assert "`state_store=postgresql` — several workers" in many  # the build plan says why
+    if not asked("effect_kind"):
+        pytest.skip("templates/copier.yml does not define effect_kind yet")
+    plain = decision_record({**BATCH, **PLAIN_STRICT}, catalog)
+    assert "--set effect_kind=plain --set plain_policy=at-most-once`" in plain
