@@ -31,7 +31,8 @@ from advisor.safe_read import MAX_YAML_BYTES, decode
 
 GRANULARITIES = ("task", "record", "event")
 QUESTION_GROUPS = ("recovery_point", "trait")
-RESERVED_FILES = ("questions.yaml", "scenarios.yaml", "pitfalls.yaml", "conflicts.yaml", "decision.yaml")
+RESERVED_FILES = ("questions.yaml", "scenarios.yaml", "pitfalls.yaml", "conflicts.yaml", "decision.yaml",
+                  "template-settings.yaml")
 
 # A condition over answers: question id → the values for which it holds (AND across questions,
 # OR within one question's values). STYLE.md 14: rules are data, the engine only evaluates them.

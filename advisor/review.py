@@ -27,6 +27,7 @@ from advisor.engine import Ranked, Recommendation, recommend
 from advisor.errors import AdvisorError, AnswersError, OutputExistsError
 from advisor.review_plan import depends_on_unanswered, migration_path, verification_plan
 from advisor.review_render import render
+from advisor.template_settings import settings_for
 
 __all__ = ["Finding", "Review", "Verdict", "decision_record", "judge_current", "render", "review", "write_text_safely"]
 
@@ -186,8 +187,9 @@ def review(
         _findings(design, target.strategy, rec.answers, catalog) if design else ((), (), (), (), ())
     )
     current_fits = verdict is not None and verdict.fits
+    settings = settings_for(target.strategy.template, rec.answers, catalog)  # what `generate` is told
     steps, keep, to_build = migration_path(
-        target.strategy, design, findings, in_place, rec.answers, rec, catalog, current_fits
+        target.strategy, design, findings, in_place, rec.answers, rec, catalog, current_fits, settings
     )
     if design is not None and design.strategy != target.strategy.id:  # only what the new design keeps
         kept = {c.id for c in target.strategy.controls}
@@ -195,7 +197,7 @@ def review(
         in_place_kept = tuple(c for c in in_place if c.id in kept)
     else:
         still, in_place_kept = findings, in_place
-    plan = verification_plan(target.strategy, rec.answers, still, in_place_kept, to_build)
+    plan = verification_plan(target.strategy, rec.answers, still, in_place_kept, to_build, settings)
     return Review(
         rec, target, design, context, findings, in_place, not_needed, verdict, steps, keep, plan, to_build,
         replaced, undecided,

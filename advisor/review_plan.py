@@ -12,10 +12,12 @@ from typing import TYPE_CHECKING
 
 from advisor.catalog import Catalog, Control, Strategy
 from advisor.engine import Recommendation
+from advisor.template_settings import flags as generate_flags
 
 if TYPE_CHECKING:
     from advisor.answers import CurrentDesign
     from advisor.review import Finding
+    from advisor.template_settings import Setting
 
 # Where the kills that matter land, by answer (the verification plan aims the drill there).
 KILL_WINDOWS: tuple[tuple[str, tuple[str, ...], str], ...] = (
@@ -29,10 +31,11 @@ KILL_WINDOWS: tuple[tuple[str, tuple[str, ...], str], ...] = (
     ("work_shape", ("single_task",), "in the middle of the task, after its first effect"),
 )  # fmt: skip
 DRILL_RECORDS, DRILL_KILLS = 2000, 10
-# Template variants an answer selects: (strategy, question, value) → `advisor generate` options.
-# These variants run one worker per data directory and do not retry a failing service, so the
-# drill gets neither --workers nor --fail-rate (the generated drill would refuse them).
-VARIANTS = {("checkpoint", "recovery_point_store", "local_disk"): " --set checkpoint_store=file"}
+# Template settings that make a one-worker variant (the checkpoint's progress file): it runs one
+# worker per data directory and does not retry a failing service, so the drill gets neither
+# --workers nor --fail-rate (the generated drill would refuse them). Which settings the answers
+# imply is data: strategies/template-settings.yaml (advisor/template_settings.py).
+SINGLE_WORKER = {("checkpoint_store", "file")}
 
 
 def depends_on_unanswered(control: Control, answers: Mapping[str, str]) -> bool:
@@ -72,15 +75,17 @@ def migration_path(
     rec: Recommendation,
     catalog: Catalog,
     current_fits: bool,
+    settings: Sequence[Setting] = (),
 ) -> tuple[tuple[str, ...], tuple[str, ...], tuple[Control, ...]]:
-    """(ordered steps, what to keep, the target's controls still to build)."""
+    """(ordered steps, what to keep, the target's controls still to build); ``settings``: the
+    template settings the answers imply for the target (the generate command carries them)."""
     target_controls = [c.worded(answers) for c in target.controls if c.applies(answers)]
     if design is None:
         steps = [f"Build it: {_where(rec, target)}"]
         if target.id in _generated():
             steps.append(
-                f"Start from the generated reference (`advisor generate {target.id} ./{_slug()}`)"
-                " and move the real work into it."
+                f"Start from the generated reference (`advisor generate {target.id} ./{_slug()}{generate_flags(settings)}`)"
+                " and move the real work into it." + because(settings)
             )
         steps.append("Put each essential control below in place before the first production run.")
         return tuple(steps), (), tuple(target_controls)
@@ -150,6 +155,13 @@ def migration_path(
     return tuple(steps), tuple(keep_text), to_build
 
 
+def because(settings: Sequence[Setting]) -> str:
+    """The settings' reasons, one clause each (empty without settings)."""
+    if not settings:
+        return ""
+    return " Its settings follow your answers: " + "; ".join(f"`{s.key}={s.value}` — {s.reason}" for s in settings) + "."
+
+
 def _where(rec: Recommendation, target: Strategy) -> str:
     recipe = rec.recipe if rec.top.strategy.id == target.id else None
     return recipe.where if recipe is not None else target.recovery_point.where
@@ -174,6 +186,7 @@ def verification_plan(
     findings: tuple[Finding, ...],
     in_place: tuple[Control, ...],
     to_build: tuple[Control, ...],
+    settings: Sequence[Setting] = (),
 ) -> tuple[str, ...]:
     steps = []
     claims = (
@@ -192,8 +205,8 @@ def verification_plan(
         steps.append(claims[0].upper() + claims[1:] + ".")
     windows = list(dict.fromkeys(text for qid, values, text in KILL_WINDOWS if answers.get(qid) in values))
     aim = "; ".join(windows) if windows else "at random moments while work is in flight"
-    variant = next((v for v in VARIANTS if v[0] == target.id and answers.get(v[1]) == v[2]), None)
-    options, single_worker = (VARIANTS[variant], True) if variant else ("", False)
+    options = generate_flags(settings)
+    single_worker = any((s.key, s.value) in SINGLE_WORKER for s in settings)
     flags = f"--records {DRILL_RECORDS} --kills {DRILL_KILLS} --json"
     if answers.get("workers") == "many" and not single_worker:
         flags += " --workers 3"

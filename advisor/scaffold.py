@@ -92,13 +92,13 @@ def _choice_values(spec: Mapping[str, Any]) -> tuple[str, ...]:
     return tuple(str(c) for c in choices)
 
 
-def template_questions(strategy: str | None = None) -> list[TemplateQuestion]:
+def template_questions(strategy: str | None = None, given: Mapping[str, object] | None = None) -> list[TemplateQuestion]:
     """The questions a user answers (computed values excluded), in template order.
 
     With ``strategy``, only those the template asks for it (their ``when`` holds with
-    the defaults), e.g. ``checkpoint_store`` only for ``checkpoint``.
+    the ``given`` answers and the defaults), e.g. ``checkpoint_store`` only for ``checkpoint``.
     """
-    asked = _asked_for(strategy) if strategy is not None else None
+    asked = _asked_for(strategy, given) if strategy is not None else None
     return [
         TemplateQuestion(
             id=key,
@@ -112,12 +112,20 @@ def template_questions(strategy: str | None = None) -> list[TemplateQuestion]:
     ]
 
 
-def _asked_for(strategy: str) -> set[str]:
-    """Question ids whose ``when`` holds for ``strategy`` with every other answer at its default."""
+def _asked_for(strategy: str, given: Mapping[str, object] | None = None) -> set[str]:
+    """Question ids whose ``when`` holds for ``strategy`` with the ``given`` answers and every
+    other answer at its default (``input_source`` is asked of a checkpoint project only while
+    ``checkpoint_store`` is ``table``)."""
     env, context, asked = _jinja_env(), _context(None), set[str]()
+    given = given or {}
     for qid, spec in _raw_questions().items():
         kind = str(spec.get("type", "str"))
-        value = strategy if qid == "strategy" else _coerce(qid, kind, _render(env, spec.get("default"), context))
+        if qid == "strategy":
+            value: object = strategy
+        elif qid in given:
+            value = _coerce(qid, kind, given[qid])
+        else:
+            value = _coerce(qid, kind, _render(env, spec.get("default"), context))
         context[qid] = value
         if str(_render(env, spec.get("when", True), context)).strip().lower() not in ("false", "0", "no", ""):
             asked.add(qid)
@@ -350,20 +358,26 @@ def preview(strategy: str, answers: Mapping[str, object] | None = None, dest: Pa
         return list(generate(strategy, Path(tmp) / name, answers).files)
 
 
-def next_commands(package: str, shown_dest: str, strategy: str | None = None) -> list[str]:
+def next_commands(package: str, shown_dest: str, strategy: str | None = None, input_source: str = "cli") -> list[str]:
     """What to type after generating, in a fresh shell, each with what it does (shell comments).
 
     ``make setup`` makes ``.venv`` (the project and its dependencies, from PyPI); activating it
-    puts that ``python`` first on PATH for the rest of the shell session.
+    puts that ``python`` first on PATH for the rest of the shell session. A project whose input
+    is a RabbitMQ queue (``input_source``) names its broker first: its run and drill use it.
     """
     pkg = f"python -m {package}"
     drill = {"records": 2000, "kills": 10, "aim": None, **DRILL_DEFAULTS.get(strategy or "", {})}
     aim = f" --aim {drill['aim']}" if drill["aim"] else ""
+    if input_source == "rabbitmq":
+        work = ["export AMQP_URL='amqp://guest:guest@127.0.0.1:5672/%2F'   # your RabbitMQ broker (run and drill need one)",
+                f"{pkg} run                  # consume the queue until it is drained, then exit 0"]  # fmt: skip
+    else:
+        work = [f"{pkg} submit-demo --records 2000 && {pkg} run"]
     return [
         f"cd {shlex.quote(shown_dest)}",
         "make setup                 # .venv: the project and its dependencies (from PyPI)",
         ". .venv/bin/activate       # this shell's python is now the project's",
-        f"{pkg} submit-demo --records 2000 && {pkg} run",
+        *work,
         f"{pkg} drill --records {drill['records']} --kills {drill['kills']} --seed 1{aim}"
         "   # kill -9 at random moments, then verify",
         "make test                  # its own tests, the drills included",
@@ -384,11 +398,16 @@ def _package_of(dest: Path) -> str:
 # ---------------------------------------------------------------------- drill
 def strategy_of(dest: Path) -> str:
     """The strategy a generated project implements ('' when its answers file can't tell)."""
+    return recorded_answer(dest, "strategy")
+
+
+def recorded_answer(dest: Path, key: str) -> str:
+    """One answer recorded in a generated project's ``.copier-answers.yml`` ('' when it can't tell)."""
     try:
         answers = load_yaml(Path(dest) / ".copier-answers.yml", "template answers file") or {}
     except AdvisorError:
         return ""
-    return str(answers.get("strategy", "")) if isinstance(answers, dict) else ""
+    return str(answers.get(key, "")) if isinstance(answers, dict) else ""
 
 
 #: A drill's size when the caller does not say: a Spark restart is a JVM start (5-10 s),

@@ -42,13 +42,17 @@ class GenerateScreen(Screen[None]):
 
     def compose(self) -> ComposeResult:
         from advisor.scaffold import template_questions
+        from advisor.template_settings import settings_for
 
         session = self.app.session
         strategy = session.catalog.strategy(session.chosen_id(session.recommend())).template if session else None
         try:
-            questions, self.template_error = template_questions(strategy), ""
-        except AdvisorError as exc:  # a broken template: say so, offer nothing to generate
-            questions, self.template_error = [], str(exc)
+            # The settings the answers imply pre-fill the form, each with its reason (the user may change them).
+            settings = settings_for(strategy, session.answers, session.catalog) if session and strategy else ()
+            given = {s.key: s.value for s in settings}
+            questions, self.template_error = template_questions(strategy, given), ""
+        except AdvisorError as exc:  # a broken template or settings file: say so, offer nothing to generate
+            questions, settings, self.template_error = [], (), str(exc)
         yield Header()
         with VerticalScroll(id="generate"):
             yield Static("", id="gen-title")
@@ -58,7 +62,7 @@ class GenerateScreen(Screen[None]):
             with Horizontal(classes="field"):
                 yield Label("Destination", classes="field-label")
                 yield TextInput("continuity_job", id="dest")
-            yield StoreChoices(questions, id="gen-stores")
+            yield StoreChoices(questions, settings=settings, id="gen-stores")
             with Horizontal(id="gen-buttons"):
                 yield Button("Generate  (ctrl+g)", id="generate-btn", variant="primary")
                 yield Button("Try it  (ctrl+t)", id="try-btn", disabled=True)
