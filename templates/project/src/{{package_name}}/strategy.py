@@ -78,9 +78,11 @@ knows job.py and the input only.
 from __future__ import annotations
 
 import importlib
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
+from typing import Any
 
 from . import settings as settings_module
 from .external import ExternalService
@@ -115,6 +117,29 @@ class Submitted(list[str]):
         self.added = added
         #: Set by submission.py: the id this submission went in under (made there when none was given).
         self.correlation_id = correlation_id
+
+
+def run_worker(ctx: Context, make_worker: Callable[[Any, ExternalService], Any], open_store: Callable[[Context], Any],
+               *, limit: int | None, store: Any = None, external: ExternalService | None = None) -> int:
+    """The body of a claiming strategy's ``run``: send what ``reconcile`` released, work, close.
+
+    ``store``/``external``: connections the caller holds open (the queue consumer, one pass
+    per batch of messages), used and left open; without them, opened and closed here.
+    ``make_worker(store, external)`` builds the strategy's worker (``.effects``, ``.log``,
+    ``.run(limit)``)."""
+    own_store, own_external = store is None, external is None
+    store = open_store(ctx) if store is None else store
+    external = ctx.external() if external is None else external
+    worker = make_worker(store, external)
+    try:
+        worker.effects.send_released(worker.log)
+        return int(worker.run(limit))
+    finally:
+        worker.effects.close()
+        if own_external:
+            external.close()
+        if own_store:
+            store.close()
 
 
 REQUIRED = ("NAME", "MULTI_WORKER", "STORE_TABLES", "submit", "run", "status", "expected_effects", "REDONE_CALLS_PER_KILL",
