@@ -363,13 +363,16 @@ def next_commands(package: str, shown_dest: str, strategy: str | None = None, in
 
     ``make setup`` makes ``.venv`` (the project and its dependencies, from PyPI); activating it
     puts that ``python`` first on PATH for the rest of the shell session. A project whose input
-    is a RabbitMQ queue (``input_source``) names its broker first: its run and drill use it.
+    is a RabbitMQ queue (``input_source``) starts a throwaway local broker first (``make broker``,
+    loopback ports only; its run, drill and tests use it) and stops it at the end.
     """
     pkg = f"python -m {package}"
     drill = {"records": 2000, "kills": 10, "aim": None, **DRILL_DEFAULTS.get(strategy or "", {})}
     aim = f" --aim {drill['aim']}" if drill["aim"] else ""
-    if input_source == "rabbitmq":
-        work = ["export AMQP_URL='amqp://guest:guest@127.0.0.1:5672/%2F'   # your RabbitMQ broker (run and drill need one)",
+    queue = input_source == "rabbitmq"
+    if queue:
+        work = ["make broker && export AMQP_URL=$(cat .broker/amqp_url)"
+                "   # a throwaway local RabbitMQ (or export AMQP_URL for yours)",
                 f"{pkg} run                  # consume the queue until it is drained, then exit 0"]  # fmt: skip
     else:
         work = [f"{pkg} submit-demo --records 2000 && {pkg} run"]
@@ -381,6 +384,7 @@ def next_commands(package: str, shown_dest: str, strategy: str | None = None, in
         f"{pkg} drill --records {drill['records']} --kills {drill['kills']} --seed 1{aim}"
         "   # kill -9 at random moments, then verify",
         "make test                  # its own tests, the drills included",
+        *(["make broker-stop           # stops the local RabbitMQ node and its epmd"] if queue else []),
     ]
 
 

@@ -15,6 +15,7 @@ VIRTUAL_ENV, the toolkit's .venv not on PATH), with the commands taken from the 
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shlex
@@ -135,3 +136,79 @@ def test_copier_message_works_in_a_fresh_shell(tmp_path: Path) -> None:
     # make test is the generate walk's (the same Makefile target); here: setup, import, drill.
     result = shell("\n".join(commands), tmp_path)
     assert "lost 0" in result.stdout or '"lost": 0' in result.stdout, result.stdout[-2000:]
+
+
+def test_queue_project_next_commands_start_and_stop_their_own_broker(tmp_path: Path) -> None:
+    """A project whose input is a RabbitMQ queue, on a machine with no broker running: the printed steps
+    start a throwaway node (`make broker`), export its URL, run and drill against it, and stop it again.
+    While it runs every port it listens on is loopback; afterwards none of its processes is left."""
+    from rabbitmq_server import find_server, listening_ports
+
+    if find_server() is None:
+        pytest.fail("rabbitmq-server is not installed: `make test` installs it (make rabbitmq)")
+    activate = f". {shlex.quote(str(VENV_BIN / 'activate'))}"
+    out = shell(f"{activate}\nadvisor generate checkpoint ./orders --set input_source=rabbitmq", tmp_path).stdout
+    commands = printed_commands(out, "next:")
+    assert commands[0] == "cd ./orders" and commands[-1].startswith("make broker-stop"), commands
+    start = next(c for c in commands if c.startswith("make broker "))
+    assert "export AMQP_URL=$(cat .broker/amqp_url)" in start
+    # `make test` is the generate walk's (the same target); the project's queue tests against a broker are
+    # tests/test_template_rabbitmq.py's. Here: every other printed line, as printed, in one fresh shell.
+    walk = [c for c in commands[:-1] if not c.startswith("make test")]
+    project = tmp_path / "orders"
+    try:
+        result = shell("\n".join(walk), tmp_path)
+        assert "export AMQP_URL='amqp://guest:guest@127.0.0.1:" in result.stdout, result.stdout[-3000:]
+        assert "OK: nothing lost" in result.stdout and "queue: " in result.stdout, result.stdout[-3000:]
+        url = (project / ".broker" / "amqp_url").read_text().strip()
+        state = json.loads((project / ".broker" / "state.json").read_text())
+        assert url == f"amqp://guest:guest@127.0.0.1:{state['amqp_port']}/%2F"
+
+        pids = node_pids(state["node"])
+        assert pids, "the node is not running after the printed steps"
+        by_port: dict[int, set[str]] = {}
+        for address, port in listening_ports(pids):
+            by_port.setdefault(port, set()).add(address)
+        # AMQP and the inter-node port on 127.0.0.1 only; epmd on loopback (it adds ::1 where IPv6 is up).
+        assert by_port.get(state["amqp_port"]) == {"127.0.0.1"}, by_port
+        assert by_port.get(state["dist_port"]) == {"127.0.0.1"}, by_port
+        assert by_port.get(state["epmd_port"], set()) - {"::1"} == {"127.0.0.1"}, by_port
+        assert set(by_port) == {state["amqp_port"], state["dist_port"], state["epmd_port"]}, by_port
+
+        stopped = shell("\n".join([commands[0], commands[-1]]), tmp_path)  # a fresh shell: cd, make broker-stop
+        assert f"stopped the local broker {state['node']}" in stopped.stdout, stopped.stdout
+        assert node_pids(state["node"]) == [], "beam.smp/epmd of the node left running"
+        assert not (project / ".broker" / "amqp_url").exists()
+    finally:
+        if (project / ".venv" / "bin" / "python").exists():  # a failed step must not leave the node running
+            subprocess.run([str(project / ".venv" / "bin" / "python"), "-m", "orders.local_broker", "stop"],
+                           cwd=project, env=fresh_env(), capture_output=True, timeout=120)
+
+
+def test_make_broker_without_rabbitmq_server_says_how_to_get_one(tmp_path: Path) -> None:
+    """No rabbitmq-server on the machine: one clear line (install it, or export AMQP_URL), exit 2."""
+    from advisor import scaffold
+
+    generated = scaffold.generate("checkpoint", tmp_path / "orders", {"input_source": "rabbitmq"})
+    code = ("import sys, orders.local_broker as lb\nlb.find_server = lambda: None\n"
+            "sys.exit(lb.main(['start']))")
+    result = subprocess.run([sys.executable, "-c", code], cwd=generated.dest, capture_output=True, text=True,
+                            env={**fresh_env(), "PYTHONPATH": str(generated.dest / "src")}, timeout=60)
+    assert result.returncode == 2, result
+    assert result.stderr.count("\n") == 1 and "rabbitmq-server is not installed" in result.stderr, result.stderr
+    assert "apt-get install rabbitmq-server" in result.stderr and "AMQP_URL" in result.stderr
+    assert not (generated.dest / ".broker" / "amqp_url").exists()
+
+
+def node_pids(node: str) -> list[int]:
+    """Processes of one RabbitMQ node (its script, beam.smp, helpers, its epmd): their environment names it."""
+    marker = f"RABBITMQ_NODENAME={node}".encode()
+    found = []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                if marker in Path(f"/proc/{entry}/environ").read_bytes().split(b"\0"):
+                    found.append(int(entry))
+            except OSError:
+                continue
+    return found

@@ -262,12 +262,17 @@ def test_every_setting_is_in_the_user_guide(catalog: Catalog) -> None:
 
 
 def test_a_queue_project_s_next_steps_name_the_broker_instead_of_the_demo() -> None:
-    """input_source=rabbitmq (set by the broker answer): `run` consumes the queue, so the steps say which."""
+    """input_source=rabbitmq (set by the broker answer): `run` consumes the queue, so the steps start a local
+    broker for it (`make broker`) and stop it at the end."""
     from advisor.scaffold import next_commands
 
     queue = next_commands("payments", "./payments", "idempotent-retry", "rabbitmq")
-    assert any(line.startswith("export AMQP_URL=") for line in queue) and not any("submit-demo" in x for x in queue)
+    assert any(line.startswith("make broker && export AMQP_URL=$(cat .broker/amqp_url)") for line in queue)
+    assert not any("submit-demo" in x for x in queue)
     assert any(line.startswith("python -m payments run ") for line in queue)
+    # The local node started by the steps is stopped by the last of them (tests/test_newcomer.py walks them).
+    assert queue[-1].startswith("make broker-stop") and queue.index(queue[-1]) > queue.index(
+        next(x for x in queue if x.startswith("make test")))
     cli = next_commands("payments", "./payments", "idempotent-retry")
     assert any("submit-demo" in line for line in cli) and not any("AMQP_URL" in line for line in cli)
 
