@@ -46,7 +46,8 @@ import time
 from pathlib import Path
 
 
-from generated import CostRounds, Pair, Targets, bench_context, load_generated, load_note, service_label  # noqa: E402
+from generated import (CostRounds, Pair, Targets, append_processed, bench_context, load_generated,  # noqa: E402
+                       load_note, service_label)
 # (benchmarks/generated.py puts the checkout on sys.path)
 
 from advisor import scaffold  # noqa: E402
@@ -86,14 +87,7 @@ def library_append(m, data_dir: Path, events: int, snapshot_every: int,  # type:
         journal = cur.fetchone()[0]
     task = es.Task(task_id="bench", total=events)
     app.save(task)
-    started = time.perf_counter()
-    for seq in range(events):
-        output = {"output": (seq * seq) % 9973}
-        task.record_processed(seq=seq, record_id=f"r{seq:07d}", output=output,
-                              effects=[{"step": "", "payload": {"record_id": f"r{seq:07d}", **output}}])
-        if (seq + 1) % per_commit == 0 or seq + 1 == events:
-            app.save(task)
-    elapsed = time.perf_counter() - started
+    elapsed = append_processed(es, app, task, events, per_commit)
     return {"app": app, "stream": task.id, "per_s": events / elapsed, "s": elapsed,
             "synchronous": synchronous, "journal_mode": journal}
 

@@ -33,7 +33,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from generated import load_generated, load_note  # noqa: E402
+from generated import append_processed, load_generated, load_note  # noqa: E402
 # (benchmarks/generated.py puts the checkout on sys.path)
 
 from advisor import scaffold  # noqa: E402
@@ -73,14 +73,7 @@ def library_append(m: dict[str, Any], url: str, data_dir: Path, events: int, per
     try:
         task = es.Task(task_id=f"bench-{uuid.uuid4().hex}", total=events)
         app.save(task)
-        started = time.perf_counter()
-        for seq in range(events):
-            output = {"output": (seq * seq) % 9973}
-            task.record_processed(seq=seq, record_id=f"r{seq:07d}", output=output,
-                                  effects=[{"step": "", "payload": {"record_id": f"r{seq:07d}", **output}}])
-            if (seq + 1) % per_commit == 0 or seq + 1 == events:
-                app.save(task)
-        elapsed = time.perf_counter() - started
+        elapsed = append_processed(es, app, task, events, per_commit)
         return events / elapsed, task.id
     finally:
         app.close()

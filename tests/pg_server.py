@@ -65,3 +65,17 @@ def postgres_server() -> Iterator[str]:
             run([pg_ctl, "-D", str(data), "-m", "immediate", "-w", "stop"])
     finally:
         shutil.rmtree(root, ignore_errors=True)
+
+
+def create_database(server_url: str, prefix: str) -> str:
+    """A new, empty database on the server at ``server_url``; its URL (one per test: no
+    state leaks between tests sharing the session's server)."""
+    import uuid
+
+    import psycopg
+
+    name = f"{prefix}_{uuid.uuid4().hex[:10]}"
+    with psycopg.connect(server_url, autocommit=True) as conn:
+        conn.execute(f"CREATE DATABASE {name}")
+    base, _, _ = server_url.rpartition("/")
+    return f"{base}/{name}"

@@ -15,12 +15,12 @@ import pty
 import sqlite3
 import subprocess
 import sys
-import uuid
 from pathlib import Path
 
 import pytest
 
 from advisor import scaffold
+from pg_server import create_database
 
 pytestmark = pytest.mark.slow
 
@@ -35,13 +35,7 @@ PASSWORD = "hunter2-not-needed"  # the test server trusts local users; the URL c
 @pytest.fixture
 def database(postgres_url: str) -> str:
     """A fresh database on the session's server; its URL carries a password (ignored by trust auth)."""
-    import psycopg
-
-    name = f"hosts_{uuid.uuid4().hex[:10]}"
-    with psycopg.connect(postgres_url, autocommit=True) as conn:
-        conn.execute(f"CREATE DATABASE {name}")
-    base, _, _ = postgres_url.rpartition("/")
-    return f"{base}/{name}".replace("postgres@", f"postgres:{PASSWORD}@")
+    return create_database(postgres_url, "hosts").replace("postgres@", f"postgres:{PASSWORD}@")
 
 
 def generate(tmp_path: Path, strategy: str) -> scaffold.Generated:

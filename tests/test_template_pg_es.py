@@ -20,13 +20,13 @@ import sqlite3
 import subprocess
 import sys
 import time
-import uuid
 from pathlib import Path
 
 import pytest
 
 from advisor import scaffold
 from pg_crash import crashable_postgres
+from pg_server import create_database
 
 pytestmark = pytest.mark.slow
 
@@ -35,13 +35,7 @@ VARIANTS = ["event-sourcing", "event-sourcing-idempotent"]
 
 @pytest.fixture
 def fresh_database(postgres_url: str) -> str:
-    import psycopg
-
-    name = f"es_{uuid.uuid4().hex[:10]}"
-    with psycopg.connect(postgres_url, autocommit=True) as conn:
-        conn.execute(f"CREATE DATABASE {name}")
-    base, _, _ = postgres_url.rpartition("/")
-    return f"{base}/{name}"
+    return create_database(postgres_url, "es")
 
 
 def generate(strategy: str, dest: Path) -> scaffold.Generated:

@@ -10,25 +10,19 @@ import json
 import os
 import subprocess
 import sys
-import uuid
 from pathlib import Path
 
 import pytest
 
 from advisor import scaffold
+from pg_server import create_database
 
 pytestmark = pytest.mark.slow
 
 
 @pytest.fixture
 def fresh_database(postgres_url: str) -> str:
-    import psycopg
-
-    name = f"gen_{uuid.uuid4().hex[:10]}"
-    with psycopg.connect(postgres_url, autocommit=True) as conn:
-        conn.execute(f"CREATE DATABASE {name}")
-    base, _, _ = postgres_url.rpartition("/")
-    return f"{base}/{name}"
+    return create_database(postgres_url, "gen")
 
 
 # (strategy, records): a state-machine order makes three external calls, so fewer of them.

@@ -265,18 +265,26 @@ def summary(data_dir: Path, settings: Settings) -> dict[str, Any]:
     report: dict[str, Any] = {"effect_kind": KIND, "plain_policy": POLICY or None, "promise": promise_text(),
                               "in_doubt": 0, "in_doubt_ids": [], "possible_duplicates": 0,
                               "awaiting_resend": 0}
-    if KIND != "plain" or not has_ledger(data_dir, settings):
+    rows = doubt_rows(data_dir, settings)
+    if rows is None:
         return report
-    ledger = Ledger.open(data_dir, settings)
-    try:
-        rows = ledger.doubts()
-    finally:
-        ledger.close()
     open_doubts = [r for r in rows if r["status"] in ("in_doubt", "resent") and r["resolved_at"] is None]
     report.update(in_doubt=len(open_doubts), in_doubt_ids=[r["call_key"] for r in open_doubts],
                   possible_duplicates=sum(int(r["sends"]) - 1 for r in rows if r["status"] == "resent"),
                   awaiting_resend=sum(r["status"] in ("not_applied", "releasing") for r in rows))
     return report
+
+
+def doubt_rows(data_dir: Path, settings: Settings) -> list[dict[str, Any]] | None:
+    """The ledger's calls in doubt or awaiting a re-send; None when there is no ledger (the
+    call is not plain, or no plain call was made yet)."""
+    if KIND != "plain" or not has_ledger(data_dir, settings):
+        return None
+    ledger = Ledger.open(data_dir, settings)
+    try:
+        return ledger.doubts()
+    finally:
+        ledger.close()
 
 
 def has_ledger(data_dir: Path, settings: Settings) -> bool:

@@ -14,7 +14,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from .effects import KIND, Ledger, has_ledger, summary
+from .effects import KIND, Ledger, doubt_rows, has_ledger, summary
 from .errors import JobError
 from .settings import Settings
 from .store import check_data_dir
@@ -46,13 +46,9 @@ def doubt_listing(data_dir: Path, settings: Settings) -> dict[str, Any]:
     """For ``reconcile``: every call in doubt (and awaiting a re-send), oldest first."""
     check_data_dir(data_dir, create=False)  # a mistyped --data-dir is an error, not "nothing in doubt"
     listing: dict[str, Any] = {**summary(data_dir, settings), "calls": []}
-    if KIND != "plain" or not has_ledger(data_dir, settings):
+    rows = doubt_rows(data_dir, settings)
+    if rows is None:
         return listing
-    ledger = Ledger.open(data_dir, settings)
-    try:
-        rows = ledger.doubts()
-    finally:
-        ledger.close()
     listing["calls"] = [{"id": r["call_key"], "record_id": r["record_id"], "step": r["step"],
                          "reference": r["call_key"], "status": r["status"], "sends": int(r["sends"]),
                          "first_sent_at": r["first_at"], "in_doubt_since": r["doubt_at"],
