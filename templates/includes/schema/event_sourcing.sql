@@ -82,15 +82,5 @@ CREATE INDEX es_results_by_task ON es_results (task_id);
 INSERT INTO es_subscribers (name) VALUES ('effects');
 INSERT INTO es_subscribers (name) VALUES ('results');
 
--- The submissions taken (submit --file, a queue message), by correlation id: a
--- redelivered submission finds its row and gets its task ids back instead of
--- adding the work again (correlation.py; added in schema version 2).
-CREATE TABLE submissions (
-    correlation_id VARCHAR(200) PRIMARY KEY,
-    task_ids       TEXT         NOT NULL,        -- JSON list: what the submission queued
-    records        INTEGER      NOT NULL,
-    submitted_at   DOUBLE PRECISION NOT NULL
-);
-
 CREATE TABLE schema_version (version INTEGER NOT NULL);
 INSERT INTO schema_version (version) VALUES (2);

@@ -34,15 +34,5 @@ CREATE TABLE stream_results (
 );
 CREATE INDEX stream_results_by_record ON stream_results (record_id);
 
--- The submissions taken (submit --file, a queue message), by correlation id: a
--- redelivered submission finds its row and gets its task ids back instead of
--- adding the work again (correlation.py; added in schema version 2).
-CREATE TABLE submissions (
-    correlation_id VARCHAR(200) PRIMARY KEY,
-    task_ids       TEXT         NOT NULL,        -- JSON list: what the submission queued
-    records        INTEGER      NOT NULL,
-    submitted_at   DOUBLE PRECISION NOT NULL
-);
-
 CREATE TABLE schema_version (version INTEGER NOT NULL);
 INSERT INTO schema_version (version) VALUES (2);
