@@ -50,8 +50,8 @@ bench: setup
 	$(BIN)/python benchmarks/run_all.py
 
 docs: setup
-	$(BIN)/python -m advisor.catalog_docs --write docs/catalog.md
-	$(BIN)/python -m advisor.decision_docs --write docs/decision-model.md
+	$(BIN)/python -m advisor.docgen.catalog_page --write docs/catalog.md
+	$(BIN)/python -m advisor.docgen.decision_page --write docs/decision-model.md
 
 typecheck: setup
 	$(BIN)/python -m mypy

@@ -20,8 +20,8 @@ from typing import TYPE_CHECKING
 from advisor.errors import EXIT_USAGE, AdvisorError
 
 if TYPE_CHECKING:
-    from advisor.catalog import Catalog
-    from advisor.template_settings import Setting
+    from advisor.model.catalog import Catalog
+    from advisor.model.template_settings import Setting
 
 Handler = Callable[[argparse.Namespace], int]
 
@@ -30,14 +30,14 @@ _catalog_dir: Path | None = None  # set by the global --catalog flag
 
 
 def _catalog() -> Catalog:
-    from advisor.catalog import load_catalog
+    from advisor.model.catalog import load_catalog
 
     return load_catalog(_catalog_dir)
 
 
 def _answers(args: argparse.Namespace, catalog: Catalog) -> dict[str, str]:
     """Answers from --answers FILE, then --set flags on top (flags win)."""
-    from advisor.answers import load_answers_file, parse_set_flags
+    from advisor.model.answers import load_answers_file, parse_set_flags
 
     answers = load_answers_file(Path(args.answers), catalog) if args.answers else {}
     answers.update(parse_set_flags(args.set or [], catalog))
@@ -61,7 +61,7 @@ def _bullet(text: str, indent: str = "  ", mark: str = "- ") -> str:
 
 
 def _label(catalog: Catalog, question: str, value: str) -> str:
-    from advisor.engine import short_label
+    from advisor.model.engine import short_label
 
     label = short_label(catalog.question(question), value)
     plain = label.lower() in {value.replace("_", " "), "yes", "no"} or len(label) < 4
@@ -70,13 +70,13 @@ def _label(catalog: Catalog, question: str, value: str) -> str:
 
 def _generatable(strategy_id: str) -> bool:
     """Whether `advisor generate` accepts the strategy (text mode only: keeps --json light)."""
-    from advisor.scaffold import generated_strategies
+    from advisor.scaffold.generation import generated_strategies
 
     return strategy_id in generated_strategies()
 
 
 def cmd_recommend(args: argparse.Namespace) -> int:
-    from advisor.engine import recommend
+    from advisor.model.engine import recommend
 
     catalog = _catalog()
     rec = recommend(_answers(args, catalog), catalog)
@@ -175,8 +175,8 @@ def cmd_recommend(args: argparse.Namespace) -> int:
 def _template_settings(
     strategy: str, answers: Mapping[str, str], catalog: Catalog, explicit: Mapping[str, object] | None = None
 ) -> tuple[Setting, ...]:
-    """The template answers ``answers`` imply for ``strategy`` (advisor/template_settings.py)."""
-    from advisor.template_settings import settings_for
+    """The template answers ``answers`` imply for ``strategy`` (advisor/model/template_settings.py)."""
+    from advisor.model.template_settings import settings_for
 
     return settings_for(strategy, answers, catalog, explicit)
 
@@ -184,7 +184,7 @@ def _template_settings(
 def _generate_options(args: argparse.Namespace, settings: Sequence[Setting]) -> str:
     """How the next command carries the settings: the same answers file when it alone gave the
     answers (`generate --answers` reads it), else one --set flag per setting."""
-    from advisor.template_settings import flags
+    from advisor.model.template_settings import flags
 
     if not any(not s.default for s in settings):
         return ""
@@ -278,8 +278,8 @@ def cmd_explain(args: argparse.Namespace) -> int:
 
 
 def cmd_review(args: argparse.Namespace) -> int:
-    from advisor.answers import review_input
-    from advisor.review import render, review, write_text_safely
+    from advisor.model.answers import review_input
+    from advisor.review.judge import render, review, write_text_safely
 
     catalog = _catalog()
     context: str | None = args.context
@@ -304,7 +304,7 @@ def cmd_review(args: argparse.Namespace) -> int:
     )
     probe = None
     if args.probe:  # a probe report's figures become evidence in the verification plan
-        from advisor.probe_report import evidence_lines, load_report
+        from advisor.probe.report import evidence_lines, load_report
 
         probe = evidence_lines(load_report(Path(args.probe)))
     result = review(given.answers, catalog, current=given.current, chosen=args.chosen, context=given.context)
@@ -321,7 +321,7 @@ def cmd_review(args: argparse.Namespace) -> int:
 def cmd_generate(args: argparse.Namespace) -> int:
     import yaml
 
-    import advisor.scaffold as scaffold
+    import advisor.scaffold.generation as scaffold
 
     data: dict[str, object] = {}
     advice: dict[str, object] = {}  # the advisor's answers in the same file (`advisor recommend --answers`)
@@ -340,8 +340,8 @@ def cmd_generate(args: argparse.Namespace) -> int:
         data[key.strip()] = yaml.safe_load(value) if value.strip() else ""
     applied = None
     if advice and not args.no_settings:
-        from advisor.answers import validate_answers
-        from advisor.template_settings import apply
+        from advisor.model.answers import validate_answers
+        from advisor.model.template_settings import apply
 
         catalog = _catalog()
         answers = validate_answers(advice, catalog, source=str(args.answers))
@@ -372,7 +372,7 @@ def cmd_generate(args: argparse.Namespace) -> int:
 def _split_answers(loaded: Mapping[object, object]) -> tuple[dict[str, object], dict[str, object]]:
     """(the advisor's answers, the template answers) of one file: the two sets of ids are disjoint;
     `context` and `current` (a review's) are left out."""
-    from advisor.answers import REVIEW_KEYS
+    from advisor.model.answers import REVIEW_KEYS
 
     catalog_ids = set(_catalog().question_ids)
     advice = {str(k): v for k, v in loaded.items() if k in catalog_ids}
@@ -381,7 +381,7 @@ def _split_answers(loaded: Mapping[object, object]) -> tuple[dict[str, object], 
 
 
 def cmd_drill(args: argparse.Namespace) -> int:
-    import advisor.scaffold as scaffold
+    import advisor.scaffold.generation as scaffold
 
     options = dict(records=args.records, kills=args.kills, seed=args.seed, sigterm=args.sigterm, aim=args.aim)
     if args.json:
@@ -413,8 +413,8 @@ def cmd_drill(args: argparse.Namespace) -> int:
 def cmd_probe(args: argparse.Namespace) -> int:
     from contextlib import closing
 
-    from advisor.probe import ProbeOptions, probe_events, stop_on_sigterm
-    from advisor.probe_report import event_line, summary
+    from advisor.probe.runner import ProbeOptions, probe_events, stop_on_sigterm
+    from advisor.probe.report import event_line, summary
 
     options = ProbeOptions(
         run=args.run, verify=args.verify, progress=args.progress, reset=args.reset, cwd=Path(args.cwd),
@@ -437,7 +437,7 @@ def cmd_probe(args: argparse.Namespace) -> int:
             if event.get("event") == "report":
                 report = {k: v for k, v in event.items() if k != "event"}
     if out is not None:
-        from advisor.review import write_text_safely
+        from advisor.review.judge import write_text_safely
 
         write_text_safely(out, json.dumps(report, indent=2, ensure_ascii=False) + "\n", force=args.force)
     if args.json and not args.events:
@@ -462,7 +462,7 @@ def _check_new_file(path: Path, *, force: bool) -> None:
 
 
 def cmd_inspect(args: argparse.Namespace) -> int:
-    from advisor.inspect import inspect_dir, render_text
+    from advisor.inspect.report import inspect_dir, render_text
 
     report = inspect_dir(Path(args.dir), Path(args.data_dir) if args.data_dir else None)
     if args.json:

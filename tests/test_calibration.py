@@ -18,9 +18,9 @@ from pathlib import Path
 import pytest
 import yaml
 
-from advisor.answers import load_review_file, validate_answers
+from advisor.model.answers import load_review_file, validate_answers
 from advisor.cli import main
-from advisor.engine import recommend
+from advisor.model.engine import recommend
 
 _spec = importlib.util.spec_from_file_location(
     "calibration_docs", Path(__file__).parent / "calibration" / "calibration_docs.py"

@@ -221,11 +221,11 @@ def test_console_script_and_light_imports():
 def test_drill_text_names_each_failed_check(capsys, monkeypatch, tmp_path):
     """`advisor drill` prints the judge's failures, not only the counts (which can all be 0).
     The drill itself is exercised for real in test_template_generated.py; here only the wording."""
-    from advisor import scaffold
+    from advisor.scaffold import generation
 
     report = {"event": "report", "ok": False, "lost": 0, "duplicate_effects": 0, "redone_calls": 0,
               "failures": [{"check": "final_state", "message": "task t1: saved count 100, the fold gives 500"}]}
-    monkeypatch.setattr(scaffold, "drill_events", lambda dest, **options: iter([report]))
+    monkeypatch.setattr(generation, "drill_events", lambda dest, **options: iter([report]))
     code, out, _ = run(capsys, "drill", str(tmp_path))
     assert code == 1
     assert "FAILED: final_state: task t1: saved count 100, the fold gives 500" in out.splitlines()
@@ -273,7 +273,7 @@ def test_user_facing_text_cites_nothing_a_user_cannot_open(capsys, catalog):
 @pytest.mark.parametrize("answers", [{"duration": "hours"}, {"duration": "hours", "work_shape": "record_batch"},
                                      {"work_shape": "unbounded_stream", "external_effects": "plain_api"}])
 def test_why_not_lines_are_sentences(catalog, answers):
-    from advisor.engine import recommend
+    from advisor.model.engine import recommend
 
     for sid, lines in recommend(answers, catalog).why_not.items():
         for line in lines:

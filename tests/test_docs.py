@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from advisor.catalog_docs import render
+from advisor.docgen.catalog_page import render
 from advisor.cli import build_parser
 
 DOCS = Path(__file__).resolve().parents[1] / "docs"
@@ -37,7 +37,7 @@ def test_every_strategy_and_question_is_documented(catalog):
 
 
 def test_every_strategy_has_a_section_in_the_generated_strategies_doc(catalog):
-    from advisor.scaffold import generated_strategies
+    from advisor.scaffold.generation import generated_strategies
 
     text = (DOCS / "strategies-generated.md").read_text()
     for sid in catalog.strategy_ids:

@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from advisor.engine import recommend
+from advisor.model.engine import recommend
 
 # (answers, expected top strategy). One comment per case says why.
 CASES = [
@@ -144,7 +144,7 @@ def test_json_is_strict_json_even_when_a_settling_answer_rules_the_runner_up_out
     # a settling margin is unbounded when the new runner-up is ruled out: null, never Infinity
     import itertools
 
-    from advisor.decision_docs import sample_answers
+    from advisor.docgen.decision_page import sample_answers
 
     unbounded = 0
     for answers in itertools.islice(sample_answers(catalog, seed=9), 300):
@@ -283,7 +283,7 @@ def test_user_facing_text_cites_no_internal_documents(catalog):
 
 
 def test_open_questions_are_those_that_can_still_change_the_pick(catalog):
-    from advisor.engine import open_questions
+    from advisor.model.engine import open_questions
 
     answers = {"work_shape": "multi_step_flow", "recovery_point_store": "database"}
     still = open_questions(answers, catalog)
@@ -297,7 +297,7 @@ def test_open_questions_are_those_that_can_still_change_the_pick(catalog):
 
 
 def test_open_questions_can_keep_those_that_still_shape_the_recipe(catalog):
-    from advisor.engine import open_questions
+    from advisor.model.engine import open_questions
 
     answers = {"work_shape": "multi_step_flow"}
     deciding = set(open_questions(answers, catalog))

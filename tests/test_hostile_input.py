@@ -19,11 +19,11 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from advisor import safe_read
-from advisor.answers import load_review_file
-from advisor.catalog import CatalogError, _parse_yaml
+from advisor.model.answers import load_review_file
+from advisor.model.catalog import CatalogError, _parse_yaml
 from advisor.cli import main
 from advisor.errors import AdvisorError, InputError
-from advisor.probe_report import load_report
+from advisor.probe.report import load_report
 from advisor.redact import redact
 
 PASSWORD = "s3cretpw"
@@ -205,7 +205,7 @@ def test_arbitrary_yaml_structures_in_an_answers_file_give_only_answers_errors(t
 }), context=st.one_of(st.none(), st.text(alphabet=st.characters(codec="utf-8", exclude_categories=["Cs", "Cc"]),
                                          min_size=1, max_size=40).filter(str.strip)))
 def test_valid_answers_files_round_trip(tmp_path_factory, catalog, answers, context):
-    from advisor.answers import dump_answers
+    from advisor.model.answers import dump_answers
 
     path = tmp_path_factory.mktemp("p") / "a.yml"
     path.write_text(dump_answers(answers, catalog, context=context), encoding="utf-8")
@@ -256,7 +256,7 @@ def test_advisor_commands_never_echo_a_planted_password(tmp_path, capsys):
 
 
 def test_probe_reports_and_their_evidence_never_carry_the_password(tmp_path, capsys):
-    from advisor.probe_report import build_report, evidence_lines, summary
+    from advisor.probe.report import build_report, evidence_lines, summary
 
     run = f"DATABASE_URL={URL} python etl.py"
     options = {"run": run, "verify": f"psql {URL} -c 'select 1'", "progress": None, "reset": None, "cwd": "/srv",

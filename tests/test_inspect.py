@@ -21,8 +21,8 @@ from typing import Any
 import pytest
 
 from advisor.cli import main
-from advisor.inspect import inspect_dir, recognize, render_text
-from advisor.inspect_sources import InspectError, iter_files, open_sqlite_readonly
+from advisor.inspect.report import inspect_dir, recognize, render_text
+from advisor.inspect.sources import InspectError, iter_files, open_sqlite_readonly
 from advisor.redact import redact
 from advisor.paths import templates_dir
 
@@ -252,7 +252,7 @@ def _mid_run(report: dict[str, Any]) -> bool:
 @pytest.mark.slow
 @pytest.mark.parametrize(("strategy", "extra"), STRATEGIES, ids=[s + ("-file" if e else "") for s, e in STRATEGIES])
 def test_inspect_a_generated_project(tmp_path: Path, strategy: str, extra: dict[str, str]) -> None:
-    from advisor.scaffold import generate
+    from advisor.scaffold.generation import generate
 
     dest = tmp_path / "proj"
     generate(strategy, dest, {"project_name": "demo job", **extra})
@@ -311,7 +311,7 @@ def test_inspect_a_project_on_postgresql(tmp_path: Path, postgres_url: str, stra
 
     import psycopg
 
-    from advisor.scaffold import generate
+    from advisor.scaffold.generation import generate
 
     name = f"insp_{uuid.uuid4().hex[:10]}"
     with psycopg.connect(postgres_url, autocommit=True) as conn:
@@ -351,7 +351,7 @@ def test_before_any_external_call(checkpoint_dir: Path) -> None:
 @pytest.mark.slow
 def test_inspect_reads_the_shared_external_service(tmp_path: Path) -> None:
     """<PKG>_EXTERNAL_DIR (several hosts, one service): inspect looks where the project's workers called."""
-    from advisor.scaffold import generate
+    from advisor.scaffold.generation import generate
 
     dest, shared = tmp_path / "proj", tmp_path / "shared"
     shared.mkdir()

@@ -103,7 +103,7 @@ def test_generate_next_commands_work_in_a_fresh_shell(tmp_path: Path) -> None:
     assert any(c.startswith("make test") for c in commands)
 
     # The TUI prints the very same lines after its generate step.
-    from advisor.scaffold import _package_of
+    from advisor.scaffold.generation import _package_of
     from advisor.tui.widgets.next_steps import next_steps
 
     class Generated:

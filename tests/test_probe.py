@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from advisor.cli import main
-from advisor.probe_report import build_report, evidence_lines, judge, load_report
+from advisor.probe.report import build_report, evidence_lines, judge, load_report
 
 JOBS = Path(__file__).parent / "probe_jobs"
 PY = shlex.quote(sys.executable)
@@ -194,7 +194,7 @@ def test_stopping_the_probe_stops_the_job(tmp_path, sig):
 @pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="reads process states from /proc")
 def test_closing_the_event_stream_early_stops_the_job(tmp_path):
     """What a live view does when its user leaves: close the generator; the job's group is stopped."""
-    from advisor.probe import ProbeOptions, probe_events
+    from advisor.probe.runner import ProbeOptions, probe_events
 
     job = "import os, time; open('job.pid', 'w').write(str(os.getpid())); time.sleep(120)"
     events = probe_events(ProbeOptions(run=f"exec {PY} -c {shlex.quote(job)}", cwd=tmp_path, min_s=100, max_s=110,
@@ -321,7 +321,7 @@ def test_review_puts_the_probe_into_the_verification_plan(capsys, tmp_path):
 
 def test_decision_record_probe_hook(catalog):
     """The hook review.py offers: ``probe`` lines lead the verification plan; without them nothing changes."""
-    from advisor.review import decision_record
+    from advisor.review.judge import decision_record
 
     plain = decision_record({}, catalog)
     record = decision_record({}, catalog, probe=["- [x] Done: probe", "  - Recovery: p50 0.40 s."])
@@ -356,7 +356,7 @@ def test_review_refuses_a_bad_probe_report(capsys, tmp_path, content, expect):
 
 @pytest.mark.slow
 def test_a_generated_checkpoint_project_passes(capsys, tmp_path, monkeypatch):
-    from advisor.scaffold import generate
+    from advisor.scaffold.generation import generate
 
     dest = tmp_path / "proj"
     pkg = generate("checkpoint", dest, {"project_name": "probe demo"}).package
@@ -385,7 +385,7 @@ def test_a_generated_checkpoint_project_passes(capsys, tmp_path, monkeypatch):
 
 
 def test_the_probe_library_imports_neither_textual_nor_copier():
-    code = ("import sys, advisor.probe, advisor.probe_report;"
+    code = ("import sys, advisor.probe.runner, advisor.probe.report;"
             "print([m for m in ('textual', 'copier', 'advisor.tui') if m in sys.modules])")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert done.returncode == 0 and done.stdout.strip() == "[]", done.stderr

@@ -1,7 +1,7 @@
 """Properties of the decision model over the whole answer space.
 
 The space (every question's values plus "unanswered") has billions of points, so each property
-runs over a deterministic sample (advisor.decision_docs.sample_answers: the same points every
+runs over a deterministic sample (advisor.docgen.decision_page.sample_answers: the same points every
 run) plus an exhaustive product of the questions that decide the mechanism. A failure prints the
 answers, so it can be replayed with `advisor recommend --set ...`.
 """
@@ -16,9 +16,9 @@ from pathlib import Path
 
 import pytest
 
-from advisor.catalog import Catalog, condition_holds
-from advisor.decision_docs import render, sample_answers
-from advisor.engine import DecisionModel, recommend
+from advisor.model.catalog import Catalog, condition_holds
+from advisor.docgen.decision_page import render, sample_answers
+from advisor.model.engine import DecisionModel, recommend
 
 DOCS = Path(__file__).resolve().parents[1] / "docs"
 STEP_TRACKING = {"state-machine", "event-sourcing", "event-sourcing-idempotent"}  # record which step was reached
@@ -141,7 +141,7 @@ def test_every_close_call_names_what_would_settle_it(catalog):
     assert seen > 50  # close calls are common enough for this to mean something
 
 
-@pytest.mark.parametrize("conflict_id", [c.id for c in __import__("advisor.catalog").catalog.load_catalog().conflicts])
+@pytest.mark.parametrize("conflict_id", [c.id for c in __import__("advisor.model.catalog").model.catalog.load_catalog().conflicts])
 def test_every_conflict_rule_can_fire(catalog, conflict_id):
     conflict = next(c for c in catalog.conflicts if c.id == conflict_id)
     answers = {q: values[0] for q, values in conflict.when.items()}
@@ -185,7 +185,7 @@ def test_event_sourced_advice_never_talks_about_processed_offsets(catalog, model
 
 
 def test_a_question_open_questions_leaves_out_cannot_change_the_pick(catalog, model):
-    from advisor.engine import open_questions
+    from advisor.model.engine import open_questions
 
     for answers in itertools.islice(sample_answers(catalog, seed=12), 300):
         still = set(open_questions(answers, catalog, depth=1))

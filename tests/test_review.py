@@ -10,10 +10,10 @@ import stat
 
 import pytest
 
-from advisor.answers import CurrentDesign
-from advisor.engine import recommend
+from advisor.model.answers import CurrentDesign
+from advisor.model.engine import recommend
 from advisor.errors import AnswersError, OutputExistsError
-from advisor.review import decision_record, judge_current, review, write_text_safely
+from advisor.review.judge import decision_record, judge_current, review, write_text_safely
 
 DAY = dt.date(2026, 1, 2)
 BATCH = {"duration": "hours", "work_shape": "record_batch", "workers": "many", "external_effects": "idempotent_api",
@@ -251,7 +251,7 @@ def test_a_job_without_a_database_drills_the_file_variant(catalog):
 
 def test_no_command_the_advisor_would_refuse(catalog):
     """Every printed `advisor generate X` names a strategy the template generates (stream-checkpoint too)."""
-    from advisor.scaffold import generated_strategies
+    from advisor.scaffold.generation import generated_strategies
 
     text = record(catalog, STREAM, current=CurrentDesign("stream-checkpoint"))
     assert "stream-checkpoint" in generated_strategies()
@@ -323,8 +323,8 @@ def test_records_over_the_answer_space(catalog):
     right, cites nothing internal, prints no refused command and stays short."""
     import random
 
-    from advisor.review import render
-    from advisor.scaffold import generated_strategies
+    from advisor.review.judge import render
+    from advisor.scaffold.generation import generated_strategies
 
     rng = random.Random(8)
     lengths = []

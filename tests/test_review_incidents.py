@@ -10,8 +10,8 @@ from dataclasses import dataclass, field
 
 import pytest
 
-from advisor.answers import CurrentDesign
-from advisor.review import decision_record, review
+from advisor.model.answers import CurrentDesign
+from advisor.review.judge import decision_record, review
 
 
 @dataclass(frozen=True)

@@ -9,14 +9,14 @@ from pathlib import Path
 import pytest
 import yaml
 
-from advisor.answers import (
+from advisor.model.answers import (
     CurrentDesign,
     dump_answers,
     load_answers_file,
     load_review_file,
     review_input,
 )
-from advisor.catalog import load_catalog
+from advisor.model.catalog import load_catalog
 from advisor.cli import main
 from advisor.errors import AnswersError, CatalogError
 

@@ -245,7 +245,7 @@ def test_package_name_default_chains_from_project_name(project_name: str, packag
 
 
 def test_scaffold_import_does_not_import_copier() -> None:
-    code = "import sys, advisor.scaffold as s; s.template_questions(); s.validate_answers('checkpoint', {}); " \
+    code = "import sys, advisor.scaffold.generation as s; s.template_questions(); s.validate_answers('checkpoint', {}); " \
            "print('copier' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])})

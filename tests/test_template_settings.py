@@ -1,4 +1,4 @@
-"""Template settings from answers (strategies/template-settings.yaml, advisor/template_settings.py):
+"""Template settings from answers (strategies/template-settings.yaml, advisor/model/template_settings.py):
 every rule against the real template, the rules' conditions, the filtering by strategy, explicit
 answers winning, and the CLI (recommend text/--json, generate --answers, its .copier-answers.yml)."""
 
@@ -12,11 +12,11 @@ from pathlib import Path
 import pytest
 import yaml
 
-from advisor.catalog import Catalog, load_catalog
+from advisor.model.catalog import Catalog, load_catalog
 from advisor.cli import main
 from advisor.errors import CatalogError
-from advisor.scaffold import template_questions
-from advisor.template_settings import Setting, apply, implied, load_rules, settings_for
+from advisor.scaffold.generation import template_questions
+from advisor.model.template_settings import Setting, apply, implied, load_rules, settings_for
 
 PLAIN_STRICT = {"external_effects": "plain_api", "duplicate_cost": "unacceptable"}
 BATCH = {"work_shape": "record_batch", "duration": "hours", "recovery_point_store": "database"}
@@ -264,7 +264,7 @@ def test_every_setting_is_in_the_user_guide(catalog: Catalog) -> None:
 def test_a_queue_project_s_next_steps_name_the_broker_instead_of_the_demo() -> None:
     """input_source=rabbitmq (set by the broker answer): `run` consumes the queue, so the steps start a local
     broker for it (`make broker`) and stop it at the end."""
-    from advisor.scaffold import next_commands
+    from advisor.scaffold.generation import next_commands
 
     queue = next_commands("payments", "./payments", "idempotent-retry", "rabbitmq")
     assert any(line.startswith("make broker && export AMQP_URL=$(cat .broker/amqp_url)") for line in queue)
@@ -278,7 +278,7 @@ def test_a_queue_project_s_next_steps_name_the_broker_instead_of_the_demo() -> N
 
 
 def test_the_review_generates_the_reference_with_the_settings(catalog: Catalog) -> None:
-    from advisor.review import decision_record
+    from advisor.review.judge import decision_record
 
     many = decision_record({**BATCH, "workers": "many"}, catalog)
     assert "`advisor generate checkpoint ./continuity-job --set state_store=postgresql`" in many

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from textual.containers import VerticalScroll
 
-from advisor.catalog import Catalog
+from advisor.model.catalog import Catalog
 from advisor.tui.app import make_app
 from advisor.tui.screens.confirm import ConfirmScreen
 from advisor.tui.screens.drill import DrillScreen

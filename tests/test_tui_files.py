@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from advisor.answers import load_answers_file
-from advisor.catalog import Catalog
+from advisor.model.answers import load_answers_file
+from advisor.model.catalog import Catalog
 from advisor.tui.app import make_app
 from advisor.tui.screens.export import ExportScreen
 from advisor.tui.screens.recommendation import RecommendationScreen
@@ -85,11 +85,11 @@ def test_bad_answers_given_to_the_factory_are_shown_not_raised(catalog: Catalog,
 def test_a_broken_catalog_is_shown_on_the_welcome_screen(
     catalog_copy: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import advisor.catalog
-    from advisor.catalog import load_catalog
+    import advisor.model.catalog
+    from advisor.model.catalog import load_catalog
 
     (catalog_copy / "checkpoint.yaml").write_text("name: [broken\n")
-    monkeypatch.setattr(advisor.catalog, "load_catalog", lambda root=None: load_catalog(catalog_copy))
+    monkeypatch.setattr(advisor.model.catalog, "load_catalog", lambda root=None: load_catalog(catalog_copy))
 
     async def walk() -> None:
         app = make_app(workdir=tmp_path)  # loads the (patched) bundled catalog
@@ -104,7 +104,7 @@ def test_a_broken_catalog_is_shown_on_the_welcome_screen(
 
 
 def test_export_writes_the_decision_record_and_answers(catalog: Catalog, tmp_path: Path) -> None:
-    from advisor.review import decision_record
+    from advisor.review.judge import decision_record
 
     answers = {"work_shape": "record_batch", "duration": "hours", "recovery_point_store": "database"}
 

@@ -11,7 +11,7 @@ from pathlib import Path
 
 from textual.widgets import Input
 
-from advisor.catalog import Catalog
+from advisor.model.catalog import Catalog
 from advisor.tui.app import make_app
 from advisor.tui.screens.export import ExportScreen
 from advisor.tui.screens.probe import ProbeScreen

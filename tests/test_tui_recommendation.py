@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 from textual.widgets import OptionList
 
-from advisor.catalog import Catalog
-from advisor.engine import open_questions, recommend
+from advisor.model.catalog import Catalog
+from advisor.model.engine import open_questions, recommend
 from advisor.tui.app import make_app
 from advisor.tui.screens.question import QuestionScreen
 from advisor.tui.screens.recommendation import RecommendationScreen

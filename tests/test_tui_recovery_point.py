@@ -89,7 +89,7 @@ def test_the_view_follows_a_real_drill(tmp_path: Path) -> None:
     while the worker is killed and restarted, and the finished state at the end."""
     import re
 
-    from advisor.scaffold import generate
+    from advisor.scaffold.generation import generate
     from advisor.tui.app import make_app
 
     dest = tmp_path / "proj"

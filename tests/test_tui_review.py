@@ -9,8 +9,8 @@ from pathlib import Path
 
 from textual.widgets import Input, OptionList
 
-from advisor.answers import load_review_file
-from advisor.catalog import Catalog
+from advisor.model.answers import load_review_file
+from advisor.model.catalog import Catalog
 from advisor.cli import main
 from advisor.tui.app import make_app
 from advisor.tui.screens.export import ExportScreen

@@ -105,7 +105,7 @@ FIXED_PREVIEW = ["README.md", "pyproject.toml", "schema.sql", "src/continuity_jo
 
 
 def test_generate_form_with_preview(snap_compare, monkeypatch) -> None:  # type: ignore[no-untyped-def]
-    monkeypatch.setattr("advisor.scaffold.preview", lambda strategy, answers=None: list(FIXED_PREVIEW))
+    monkeypatch.setattr("advisor.scaffold.generation.preview", lambda strategy, answers=None: list(FIXED_PREVIEW))
 
     async def open_it(pilot) -> None:  # type: ignore[no-untyped-def]
         pilot.app.action_recommend()

@@ -10,7 +10,7 @@ from pathlib import Path
 import yaml
 from textual.widgets import Input, Select, Static
 
-from advisor.catalog import Catalog
+from advisor.model.catalog import Catalog
 from advisor.tui.app import make_app
 from advisor.tui.screens.generate import GenerateScreen
 
@@ -73,7 +73,7 @@ def test_the_file_variant_is_prefilled_and_generated(catalog: Catalog, tmp_path:
 
 
 def test_a_plain_api_prefills_the_effect_kind_and_its_policy(catalog: Catalog, tmp_path: Path) -> None:
-    from advisor.scaffold import template_questions
+    from advisor.scaffold.generation import template_questions
 
     if not any(q.id == "effect_kind" for q in template_questions("checkpoint")):
         import pytest

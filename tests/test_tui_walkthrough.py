@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from advisor.catalog import Catalog
-from advisor.engine import recommend
+from advisor.model.catalog import Catalog
+from advisor.model.engine import recommend
 from advisor.tui.app import make_app
 from advisor.tui.screens.question import QuestionScreen
 from advisor.tui.screens.recommendation import RecommendationScreen

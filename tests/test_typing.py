@@ -1,4 +1,4 @@
-"""The core (catalog → engine → scaffold/review → cli) passes mypy --strict (STYLE.md 13)."""
+"""The whole advisor package (model → review/scaffold/inspect/probe → cli/tui) passes mypy --strict (STYLE.md 13)."""
 
 from __future__ import annotations
 

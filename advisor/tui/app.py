@@ -140,7 +140,7 @@ def make_app(
     """
     try:
         if catalog is None:
-            from advisor.catalog import load_catalog
+            from advisor.model.catalog import load_catalog
 
             catalog = load_catalog()
     except AdvisorError as exc:
@@ -148,7 +148,7 @@ def make_app(
     valid: dict[str, str] = {}
     error = None
     if answers:
-        from advisor.answers import validate_answers
+        from advisor.model.answers import validate_answers
 
         try:
             valid = validate_answers(answers, catalog)

@@ -12,10 +12,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from advisor.answers import CurrentDesign
-    from advisor.catalog import Catalog, Question
-    from advisor.engine import Recommendation
-    from advisor.review import Review
+    from advisor.model.answers import CurrentDesign
+    from advisor.model.catalog import Catalog, Question
+    from advisor.model.engine import Recommendation
+    from advisor.review.judge import Review
 
 UNKNOWN = "__unknown__"
 """Option id for "I don't know": the question is left out of the answers."""
@@ -40,7 +40,7 @@ class Session:
     context: str | None = None
     """The incident or the job in the team's words (the decision record's context)."""
     probe_report: dict[str, Any] | None = None
-    """The last report of "probe my job" (``advisor.probe``): the decision record carries it as evidence."""
+    """The last report of "probe my job" (``advisor.probe.runner``): the decision record carries it as evidence."""
     _open: dict[frozenset[tuple[str, str]], frozenset[str]] = field(default_factory=dict, repr=False)
 
     def questions(self) -> tuple[Question, ...]:
@@ -53,7 +53,7 @@ class Session:
         """Unanswered questions whose answer can still change the pick (cached per answer set)."""
         key = frozenset(self.answers.items())
         if key not in self._open:
-            from advisor.engine import open_questions
+            from advisor.model.engine import open_questions
 
             self._open[key] = frozenset(open_questions(self.answers, self.catalog))
         return self._open[key]
@@ -79,29 +79,29 @@ class Session:
             self.answers[question_id] = value
 
     def recommend(self) -> Recommendation:
-        from advisor.engine import recommend
+        from advisor.model.engine import recommend
 
         return recommend(dict(self.answers), self.catalog)
 
     def review(self) -> Review:
         """The review the decision record renders: what `advisor review --answers FILE` computes
         from the answers file this session exports (``--chosen`` only when the user picked one)."""
-        from advisor.review import review
+        from advisor.review.judge import review
 
         return review(dict(self.answers), self.catalog, current=self.current, chosen=self.chosen, context=self.context)
 
     def decision_record(self, review: Review | None = None) -> str:
-        from advisor.review import render
+        from advisor.review.judge import render
 
         probe = None
         if self.probe_report is not None:
-            from advisor.probe_report import evidence_lines
+            from advisor.probe.report import evidence_lines
 
             probe = evidence_lines(self.probe_report)
         return render(review or self.review(), self.catalog, date=self.today, probe=probe)
 
     def answers_file(self) -> str:
-        from advisor.answers import dump_answers
+        from advisor.model.answers import dump_answers
 
         return dump_answers(self.answers, self.catalog, context=self.context, current=self.current)
 

@@ -41,8 +41,8 @@ class GenerateScreen(Screen[None]):
     _preview_timer: Timer | None = None
 
     def compose(self) -> ComposeResult:
-        from advisor.scaffold import template_questions
-        from advisor.template_settings import settings_for
+        from advisor.scaffold.generation import template_questions
+        from advisor.model.template_settings import settings_for
 
         session = self.app.session
         strategy = session.catalog.strategy(session.chosen_id(session.recommend())).template if session else None
@@ -72,7 +72,7 @@ class GenerateScreen(Screen[None]):
         yield Footer()
 
     def on_mount(self) -> None:
-        from advisor.scaffold import generated_strategies
+        from advisor.scaffold.generation import generated_strategies
 
         session = self.app.session
         assert session is not None
@@ -125,7 +125,7 @@ class GenerateScreen(Screen[None]):
 
     @work(thread=True, exclusive=True, group="preview")
     def preview_files(self, strategy: str, answers: dict[str, Any]) -> None:
-        from advisor.scaffold import preview
+        from advisor.scaffold.generation import preview
 
         try:
             files = preview(strategy, answers)
@@ -175,7 +175,7 @@ class GenerateScreen(Screen[None]):
 
     @work(thread=True, exclusive=True, group="generate")
     def run_copier(self, strategy: str, dest_text: str, answers: dict[str, Any], force: bool = False) -> None:
-        from advisor.scaffold import generate
+        from advisor.scaffold.generation import generate
 
         assert self.app.session is not None
         try:

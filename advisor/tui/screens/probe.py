@@ -23,7 +23,7 @@ from advisor.tui.widgets.inputs import TextInput
 from advisor.tui.widgets.progress_chart import ProgressChart
 
 if TYPE_CHECKING:
-    from advisor.probe import ProbeOptions
+    from advisor.probe.runner import ProbeOptions
     from advisor.tui.app import AdvisorApp
 
 FIELDS: tuple[tuple[str, str, str], ...] = (
@@ -106,7 +106,7 @@ class ProbeScreen(Screen[None]):
     def options(self) -> ProbeOptions:
         """The form as probe options; a bad value raises :class:`ProbeError` (nothing started)."""
         from advisor.errors import ProbeError
-        from advisor.probe import ProbeOptions
+        from advisor.probe.runner import ProbeOptions
 
         def number(id_: str, label: str, kind: type[float] | type[int]) -> Any:
             text = self.value(id_).strip()
@@ -161,7 +161,7 @@ class ProbeScreen(Screen[None]):
     @work(thread=True, exclusive=True, group="probe")
     def run_probe(self, options: ProbeOptions) -> None:
         """Blocking: iterate the probe's events and hand each to the UI thread."""
-        from advisor.probe import probe_events
+        from advisor.probe.runner import probe_events
 
         worker = get_current_worker()
         events = probe_events(options)
@@ -215,7 +215,7 @@ class ProbeScreen(Screen[None]):
 
     def finish(self, report: dict[str, Any]) -> None:
         """The verdict, and the report kept for the decision record's evidence."""
-        from advisor.probe_report import summary
+        from advisor.probe.report import summary
 
         self.running = False
         report.pop("event", None)

@@ -21,7 +21,7 @@ from advisor.tui.session import Session
 from advisor.tui.widgets.review_steps import ReviewSteps
 
 if TYPE_CHECKING:
-    from advisor.catalog import Control
+    from advisor.model.catalog import Control
     from advisor.tui.app import AdvisorApp
 
 MARKS = {"yes": ("✔ yes", "green"), "no": ("✘ no ", "bold red"), "unknown": ("? ---", "yellow")}
@@ -100,7 +100,7 @@ class ControlsScreen(Screen[None]):
 
     def save(self) -> None:
         """The session's current design follows every keypress (the export writes it)."""
-        from advisor.answers import CurrentDesign
+        from advisor.model.answers import CurrentDesign
 
         self.session.current = CurrentDesign(self.strategy_id, dict(self.states))
 

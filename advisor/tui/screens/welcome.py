@@ -94,7 +94,7 @@ class WelcomeScreen(Screen[None]):
 
     def load(self, text: str) -> None:
         """Read an answers file; a bad one is reported here and changes nothing."""
-        from advisor.answers import load_review_file
+        from advisor.model.answers import load_review_file
 
         session = self.app.session
         if session is None:

@@ -18,7 +18,7 @@ def answer_words(session: Session, question_id: str, value: str | None) -> str:
     name = question_id.replace("_", " ")
     if value is None:
         return name
-    from advisor.engine import short_label
+    from advisor.model.engine import short_label
 
     try:
         return f"{name} = {short_label(session.catalog.question(question_id), value)}"

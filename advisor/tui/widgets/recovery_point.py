@@ -24,7 +24,7 @@ SHOWN_POINTS = 6
 
 def recovery_text(report: Mapping[str, Any]) -> Text:
     """The report, compact: where it resumes, then the rows (the ones that matter first, highlighted)."""
-    from advisor.inspect_text import headline
+    from advisor.inspect.text import headline
 
     text = Text()
     text.append(headline(report).split(" · ")[0], style="bold")
@@ -81,7 +81,7 @@ class RecoveryPointView(Static):
 
     @work(thread=True, exclusive=True, group="recovery-point")
     def read(self, data_dir: Path) -> None:
-        from advisor.inspect import inspect_dir
+        from advisor.inspect.report import inspect_dir
 
         try:
             shown: Text = recovery_text(inspect_dir(data_dir))

@@ -1,5 +1,5 @@
 """The template's store questions (any ``*_store`` question with choices) as Select fields, plus
-every question the answers set (advisor/template_settings.py), pre-filled, each with its reason."""
+every question the answers set (advisor/model/template_settings.py), pre-filled, each with its reason."""
 
 from __future__ import annotations
 

@@ -67,7 +67,7 @@ def choice_words(question: Any, value: str) -> str:
 
 def why_text(session: Session, rec: Any, ranked: Any) -> Text:
     """Conflicts and close call (top pick), because/against, rule-outs, the recipe for these answers."""
-    from advisor.engine import recipe_for
+    from advisor.model.engine import recipe_for
 
     strategy = ranked.strategy
     is_top = strategy.id == rec.top.strategy.id

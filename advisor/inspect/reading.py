@@ -8,7 +8,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from advisor.inspect_sources import Source
+from advisor.inspect.sources import Source
 
 #: Steps of the demo job as each strategy's generated job.py declares them ('' = one effect per record).
 STEPS = {"state-machine": ("reserve", "charge", "notify")}

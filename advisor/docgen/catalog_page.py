@@ -1,6 +1,6 @@
 """Render the strategy catalog as Markdown (``docs/catalog.md``), so the docs never drift.
 
-``python -m advisor.catalog_docs --write docs/catalog.md`` regenerates it;
+``python -m advisor.docgen.catalog_page --write docs/catalog.md`` regenerates it;
 ``--check docs/catalog.md`` exits 1 when it is stale (the test suite does the same).
 """
 
@@ -11,8 +11,8 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 
-from advisor.catalog import Catalog, Condition, Strategy, load_catalog
-from advisor.scaffold import generated_strategies
+from advisor.model.catalog import Catalog, Condition, Strategy, load_catalog
+from advisor.scaffold.generation import generated_strategies
 
 HEADER = "<!-- Generated from strategies/*.yaml by `make docs`; do not edit by hand. -->"
 

@@ -28,7 +28,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from advisor.catalog import Catalog, Conflict, Pitfall, Question, Scenario, Strategy, condition_holds
+from advisor.model.catalog import Catalog, Conflict, Pitfall, Question, Scenario, Strategy, condition_holds
 
 
 @dataclass(frozen=True)

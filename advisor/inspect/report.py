@@ -17,14 +17,14 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from advisor.inspect_external import verdict
-from advisor.inspect_files import checkpoint_file
-from advisor.inspect_model import Reading
+from advisor.inspect.external import verdict
+from advisor.inspect.files import checkpoint_file
+from advisor.inspect.reading import Reading
 from advisor.redact import redact
-from advisor.inspect_sources import (FILE_CHECKPOINTS, FILE_INPUT, STATE_DB, InspectError, Location, PostgresSource,
+from advisor.inspect.sources import (FILE_CHECKPOINTS, FILE_INPUT, STATE_DB, InspectError, Location, PostgresSource,
                                      SQLiteSource, Source, locate)
-from advisor.inspect_streams import event_sourcing
-from advisor.inspect_tasks import checkpoint, idempotent_retry, state_machine
+from advisor.inspect.streams import event_sourcing
+from advisor.inspect.tasks import checkpoint, idempotent_retry, state_machine
 
 INSPECT_VERSION = 1
 
@@ -128,6 +128,6 @@ def inspect_dir(directory: Path, data_dir: Path | None = None,
 
 def render_text(report: Mapping[str, Any]) -> str:
     """The report in the strategy's own words (what `advisor inspect` prints)."""
-    from advisor.inspect_text import render
+    from advisor.inspect.text import render
 
     return render(report)

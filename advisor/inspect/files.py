@@ -9,8 +9,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-from advisor.inspect_model import Point, Reading, ago, steps_of
-from advisor.inspect_sources import FILE_CHECKPOINTS, FILE_INPUT, InspectError
+from advisor.inspect.reading import Point, Reading, ago, steps_of
+from advisor.inspect.sources import FILE_CHECKPOINTS, FILE_INPUT, InspectError
 
 
 def _read_json(path: Path) -> Any:

@@ -8,7 +8,7 @@ the current design to the decided one (a migration path: ordered steps, what to 
 prove it (a verification plan for this case), and the MADR sections. Nothing is listed twice.
 
 :func:`review` is pure (answers in, a :class:`Review` out); the plans are built in
-:mod:`advisor.review_plan`, the Markdown in :mod:`advisor.review_render` (:func:`render`);
+:mod:`advisor.review.plan`, the Markdown in :mod:`advisor.review.render` (:func:`render`);
 :func:`decision_record` does both; :func:`write_text_safely` is the one file write.
 """
 
@@ -21,13 +21,13 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from advisor.answers import CurrentDesign
-from advisor.catalog import Catalog, Control, Strategy, condition_holds
-from advisor.engine import Ranked, Recommendation, recommend
+from advisor.model.answers import CurrentDesign
+from advisor.model.catalog import Catalog, Control, Strategy, condition_holds
+from advisor.model.engine import Ranked, Recommendation, recommend
 from advisor.errors import AdvisorError, AnswersError, OutputExistsError
-from advisor.review_plan import depends_on_unanswered, migration_path, verification_plan
-from advisor.review_render import render
-from advisor.template_settings import settings_for
+from advisor.review.plan import depends_on_unanswered, migration_path, verification_plan
+from advisor.review.render import render
+from advisor.model.template_settings import settings_for
 
 __all__ = ["Finding", "Review", "Verdict", "decision_record", "judge_current", "render", "review", "write_text_safely"]
 
@@ -216,7 +216,7 @@ def decision_record(
     probe: Sequence[str] | None = None,
 ) -> str:
     """The Markdown decision record. ``chosen`` overrides the decision (the team's choice);
-    ``probe``: Markdown lines from a probe of the team's job (``advisor.probe_report.evidence_lines``)."""
+    ``probe``: Markdown lines from a probe of the team's job (``advisor.probe.report.evidence_lines``)."""
     r = review(answers, catalog, current=current, chosen=chosen, context=context)
     return render(r, catalog, title=title, date=date, probe=probe)
 

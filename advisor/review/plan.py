@@ -10,14 +10,14 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
 
-from advisor.catalog import Catalog, Control, Strategy
-from advisor.engine import Recommendation
-from advisor.template_settings import flags as generate_flags
+from advisor.model.catalog import Catalog, Control, Strategy
+from advisor.model.engine import Recommendation
+from advisor.model.template_settings import flags as generate_flags
 
 if TYPE_CHECKING:
-    from advisor.answers import CurrentDesign
-    from advisor.review import Finding
-    from advisor.template_settings import Setting
+    from advisor.model.answers import CurrentDesign
+    from advisor.review.judge import Finding
+    from advisor.model.template_settings import Setting
 
 # Where the kills that matter land, by answer (the verification plan aims the drill there).
 KILL_WINDOWS: tuple[tuple[str, tuple[str, ...], str], ...] = (
@@ -34,7 +34,7 @@ DRILL_RECORDS, DRILL_KILLS = 2000, 10
 # Template settings that make a one-worker variant (the checkpoint's progress file): it runs one
 # worker per data directory and does not retry a failing service, so the drill gets neither
 # --workers nor --fail-rate (the generated drill would refuse them). Which settings the answers
-# imply is data: strategies/template-settings.yaml (advisor/template_settings.py).
+# imply is data: strategies/template-settings.yaml (advisor/model/template_settings.py).
 SINGLE_WORKER = {("checkpoint_store", "file")}
 
 
@@ -170,7 +170,7 @@ def _where(rec: Recommendation, target: Strategy) -> str:
 def _generated() -> frozenset[str]:
     """Strategies the template can generate today (never print a command the advisor would refuse)."""
     try:
-        from advisor.scaffold import generated_strategies
+        from advisor.scaffold.generation import generated_strategies
     except Exception:  # pragma: no cover - the template is part of the package
         return frozenset()
     return generated_strategies()

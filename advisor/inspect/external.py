@@ -7,7 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from advisor.inspect_sources import EXTERNAL_DB, InspectError, SQLiteSource
+from advisor.inspect.sources import EXTERNAL_DB, InspectError, SQLiteSource
 
 EXAMPLES = 3
 

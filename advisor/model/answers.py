@@ -19,7 +19,7 @@ from typing import Any
 
 import yaml
 
-from advisor.catalog import Catalog
+from advisor.model.catalog import Catalog
 from advisor.errors import AnswersError
 from advisor.safe_read import load_yaml
 

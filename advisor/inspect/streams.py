@@ -7,8 +7,8 @@ import json
 import time
 from typing import Any
 
-from advisor.inspect_model import Point, Reading, ago, owner_phrase, schema_version, steps_of, table_counts
-from advisor.inspect_sources import Source
+from advisor.inspect.reading import Point, Reading, ago, owner_phrase, schema_version, steps_of, table_counts
+from advisor.inspect.sources import Source
 
 STREAMS = """
 SELECT t.task_id, t.stream_id, t.total, t.status, t.acked, t.replayed, t.error,

@@ -14,7 +14,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from advisor.catalog import Catalog, Condition, condition_holds
+from advisor.model.catalog import Catalog, Condition, condition_holds
 from advisor.errors import CatalogError
 
 SETTINGS_FILE = "template-settings.yaml"
@@ -114,7 +114,7 @@ def settings_for(
     wanted = implied(load_rules(catalog), answers)
     if not wanted:
         return ()  # before reading the template: `recommend --json` stays light when nothing applies
-    from advisor.scaffold import _asked_for, generated_strategies, template_questions
+    from advisor.scaffold.generation import _asked_for, generated_strategies, template_questions
 
     if strategy not in generated_strategies():
         return ()

@@ -10,13 +10,13 @@ import datetime as _dt
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from advisor.catalog import Catalog, Pitfall
-from advisor.engine import Ranked
+from advisor.model.catalog import Catalog, Pitfall
+from advisor.model.engine import Ranked
 from advisor.redact import redact
-from advisor.review_plan import depends_on_unanswered, ids, numbers, unanswered_conditions
+from advisor.review.plan import depends_on_unanswered, ids, numbers, unanswered_conditions
 
 if TYPE_CHECKING:
-    from advisor.review import Finding, Review
+    from advisor.review.judge import Finding, Review
 
 # Pitfalls the verification plan itself answers (it is the crash drill), never listed apart.
 ANSWERED_BY_THE_PLAN = ("untested-recovery",)
@@ -106,7 +106,7 @@ def render(
     probe: Sequence[str] | None = None,
 ) -> str:
     """The Markdown record. ``probe``: lines from a crash drill of the team's own job
-    (``advisor.probe_report.evidence_lines``); they lead the verification plan as evidence."""
+    (``advisor.probe.report.evidence_lines``); they lead the verification plan as evidence."""
     s = r.target.strategy
     rec = r.rec
     day = (date or _dt.date.today()).isoformat()

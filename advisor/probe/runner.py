@@ -4,7 +4,7 @@ The probe runs the team's command (``bash -c CMD``) in its own process group, ki
 random moments drawn from a seed, restarts the command until it exits 0 on its own, then runs
 the team's verify command (exit 0 = the data is right). With a progress command (prints a number:
 records done) it measures the work each kill cost and how long the job took to make new progress
-after a restart. The report and its verdict are built in :mod:`advisor.probe_report`.
+after a restart. The report and its verdict are built in :mod:`advisor.probe.report`.
 
 Safety: only the process group the probe started is ever signalled (never a name); every wait
 is bounded; nothing of the user's is deleted (``--reset`` is the user's own command, run only
@@ -26,8 +26,8 @@ from pathlib import Path
 from typing import Any
 
 from advisor.errors import ProbeError
-from advisor.process_group import Finished, Group, run_command
-from advisor.probe_report import build_report, evidence_lines, load_report, summary
+from advisor.probe.process_group import Finished, Group, run_command
+from advisor.probe.report import build_report, evidence_lines, load_report, summary
 
 __all__ = ["ProbeOptions", "Finished", "probe_events", "run_probe", "run_command", "stop_on_sigterm",
            "build_report", "evidence_lines", "load_report", "summary"]

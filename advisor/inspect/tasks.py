@@ -7,9 +7,9 @@ import json
 import time
 from typing import Any
 
-from advisor.inspect_model import (LIST_LIMIT, Point, Reading, ago, owner_phrase, record_of_key, schema_version,
+from advisor.inspect.reading import (LIST_LIMIT, Point, Reading, ago, owner_phrase, record_of_key, schema_version,
                                    steps_of, table_counts)
-from advisor.inspect_sources import Source
+from advisor.inspect.sources import Source
 
 
 def _json_data(text: Any) -> dict[str, Any]:
