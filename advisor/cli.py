@@ -70,7 +70,7 @@ def _label(catalog: Catalog, question: str, value: str) -> str:
 
 def _generatable(strategy_id: str) -> bool:
     """Whether `advisor generate` accepts the strategy (text mode only: keeps --json light)."""
-    from advisor.scaffold.generation import generated_strategies
+    from advisor.model.template_questions import generated_strategies
 
     return strategy_id in generated_strategies()
 
@@ -321,7 +321,9 @@ def cmd_review(args: argparse.Namespace) -> int:
 def cmd_generate(args: argparse.Namespace) -> int:
     import yaml
 
-    import advisor.scaffold.generation as scaffold
+    from advisor.model.template_questions import validate_answers as validate_template_answers
+    from advisor.scaffold.generation import generate, next_commands
+    from advisor.scaffold.project import recorded_answer
 
     data: dict[str, object] = {}
     advice: dict[str, object] = {}  # the advisor's answers in the same file (`advisor recommend --answers`)
@@ -345,10 +347,10 @@ def cmd_generate(args: argparse.Namespace) -> int:
 
         catalog = _catalog()
         answers = validate_answers(advice, catalog, source=str(args.answers))
-        scaffold.validate_answers(args.strategy, data, Path(args.dest))  # a bad explicit answer is named first
+        validate_template_answers(args.strategy, data, Path(args.dest))  # a bad explicit answer is named first
         applied = apply(_template_settings(args.strategy, answers, catalog, data), data)
         data = applied.data
-    generated = scaffold.generate(args.strategy, Path(args.dest), data, force=args.force)
+    generated = generate(args.strategy, Path(args.dest), data, force=args.force)
     print(f"generated {args.strategy} project in {generated.dest} ({len(generated.files)} files)")
     if applied is not None and (applied.applied or applied.overridden):
         print("template settings from your answers (explicit answers win; --no-settings: the template's defaults):")
@@ -363,8 +365,8 @@ def cmd_generate(args: argparse.Namespace) -> int:
         shown = ", ".join(generated.kept[:8]) + (f" and {len(generated.kept) - 8} more" if len(generated.kept) > 8 else "")
         print(_bullet(f"kept, not the template's: {shown}", "", ""))
     print("next:")
-    queue = scaffold.recorded_answer(generated.dest, "input_source") or "cli"  # asked only where a message is work
-    for line in scaffold.next_commands(generated.package, args.dest, args.strategy, queue):
+    queue = recorded_answer(generated.dest, "input_source") or "cli"  # asked only where a message is work
+    for line in next_commands(generated.package, args.dest, args.strategy, queue):
         print(f"  {line}")
     return 0
 
@@ -381,15 +383,15 @@ def _split_answers(loaded: Mapping[object, object]) -> tuple[dict[str, object], 
 
 
 def cmd_drill(args: argparse.Namespace) -> int:
-    import advisor.scaffold.generation as scaffold
+    from advisor.scaffold import drill
 
     options = dict(records=args.records, kills=args.kills, seed=args.seed, sigterm=args.sigterm, aim=args.aim)
     if args.json:
-        report = scaffold.run_drill(Path(args.dest), **options)
+        report = drill.run_drill(Path(args.dest), **options)
         _print_json(report)
     else:
         report = {}
-        for event in scaffold.drill_events(Path(args.dest), **options):
+        for event in drill.drill_events(Path(args.dest), **options):
             kind = event.get("event")
             if kind == "kill":
                 where = f" in window {event['window']}" if event.get("window") else ""

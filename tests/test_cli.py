@@ -221,11 +221,11 @@ def test_console_script_and_light_imports():
 def test_drill_text_names_each_failed_check(capsys, monkeypatch, tmp_path):
     """`advisor drill` prints the judge's failures, not only the counts (which can all be 0).
     The drill itself is exercised for real in test_template_generated.py; here only the wording."""
-    from advisor.scaffold import generation
+    from advisor.scaffold import drill
 
     report = {"event": "report", "ok": False, "lost": 0, "duplicate_effects": 0, "redone_calls": 0,
               "failures": [{"check": "final_state", "message": "task t1: saved count 100, the fold gives 500"}]}
-    monkeypatch.setattr(generation, "drill_events", lambda dest, **options: iter([report]))
+    monkeypatch.setattr(drill, "drill_events", lambda dest, **options: iter([report]))
     code, out, _ = run(capsys, "drill", str(tmp_path))
     assert code == 1
     assert "FAILED: final_state: task t1: saved count 100, the fold gives 500" in out.splitlines()

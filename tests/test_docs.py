@@ -37,7 +37,7 @@ def test_every_strategy_and_question_is_documented(catalog):
 
 
 def test_every_strategy_has_a_section_in_the_generated_strategies_doc(catalog):
-    from advisor.scaffold.generation import generated_strategies
+    from advisor.model.template_questions import generated_strategies
 
     text = (DOCS / "strategies-generated.md").read_text()
     for sid in catalog.strategy_ids:

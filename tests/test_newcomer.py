@@ -103,13 +103,13 @@ def test_generate_next_commands_work_in_a_fresh_shell(tmp_path: Path) -> None:
     assert any(c.startswith("make test") for c in commands)
 
     # The TUI prints the very same lines after its generate step.
-    from advisor.scaffold.generation import _package_of
+    from advisor.scaffold.project import package_of
     from advisor.tui.widgets.next_steps import next_steps
 
     class Generated:
         files = ("README.md",)
         dest = tmp_path / "nightly-sync"
-        package = _package_of(dest)
+        package = package_of(dest)
 
     tui = next_steps(Generated(), "./nightly-sync").plain
     assert printed_commands(tui, "Next, in a shell:") == commands

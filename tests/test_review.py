@@ -251,7 +251,7 @@ def test_a_job_without_a_database_drills_the_file_variant(catalog):
 
 def test_no_command_the_advisor_would_refuse(catalog):
     """Every printed `advisor generate X` names a strategy the template generates (stream-checkpoint too)."""
-    from advisor.scaffold.generation import generated_strategies
+    from advisor.model.template_questions import generated_strategies
 
     text = record(catalog, STREAM, current=CurrentDesign("stream-checkpoint"))
     assert "stream-checkpoint" in generated_strategies()
@@ -324,7 +324,7 @@ def test_records_over_the_answer_space(catalog):
     import random
 
     from advisor.review.judge import render
-    from advisor.scaffold.generation import generated_strategies
+    from advisor.model.template_questions import generated_strategies
 
     rng = random.Random(8)
     lengths = []

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from advisor.scaffold.generation import template_questions
+from advisor.model.template_questions import template_questions
 
 
 def test_checkpoint_asks_for_its_store_variant():

@@ -179,7 +179,7 @@ def test_unsupported_strategies_say_not_yet_generated(tmp_path: Path) -> None:
 
 def test_copier_validators_are_the_last_line_of_defence(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Even when the pre-check is bypassed, Copier's own validator refuses, by question id."""
-    monkeypatch.setattr(scaffold, "validate_answers", lambda strategy, answers, dest=None: {**answers, "strategy": strategy})
+    monkeypatch.setattr("advisor.scaffold.generation.validate_answers", lambda strategy, answers, dest=None: {**answers, "strategy": strategy})
     dest = tmp_path / "empty"
     dest.mkdir()
     with pytest.raises(ScaffoldError, match="package_name"):
@@ -245,7 +245,7 @@ def test_package_name_default_chains_from_project_name(project_name: str, packag
 
 
 def test_scaffold_import_does_not_import_copier() -> None:
-    code = "import sys, advisor.scaffold.generation as s; s.template_questions(); s.validate_answers('checkpoint', {}); " \
+    code = "import sys, advisor.scaffold as s; s.template_questions(); s.validate_answers('checkpoint', {}); " \
            "print('copier' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])})

@@ -15,7 +15,7 @@ import yaml
 from advisor.model.catalog import Catalog, load_catalog
 from advisor.cli import main
 from advisor.errors import CatalogError
-from advisor.scaffold.generation import template_questions
+from advisor.model.template_questions import template_questions
 from advisor.model.template_settings import Setting, apply, implied, load_rules, settings_for
 
 PLAIN_STRICT = {"external_effects": "plain_api", "duplicate_cost": "unacceptable"}

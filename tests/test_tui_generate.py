@@ -13,7 +13,7 @@ from textual.containers import VerticalScroll
 from textual.widgets import Button, Input, Select
 
 from advisor.model.catalog import Catalog
-from advisor.scaffold.generation import generated_strategies
+from advisor.model.template_questions import generated_strategies
 from advisor.tui.app import make_app
 from advisor.tui.screens.confirm import ConfirmScreen
 from advisor.tui.screens.drill import DrillScreen

@@ -73,7 +73,7 @@ def test_the_file_variant_is_prefilled_and_generated(catalog: Catalog, tmp_path:
 
 
 def test_a_plain_api_prefills_the_effect_kind_and_its_policy(catalog: Catalog, tmp_path: Path) -> None:
-    from advisor.scaffold.generation import template_questions
+    from advisor.model.template_questions import template_questions
 
     if not any(q.id == "effect_kind" for q in template_questions("checkpoint")):
         import pytest

@@ -12,7 +12,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from advisor.model.catalog import Catalog, Condition, Strategy, load_catalog
-from advisor.scaffold.generation import generated_strategies
+from advisor.model.template_questions import generated_strategies
 
 HEADER = "<!-- Generated from strategies/*.yaml by `make docs`; do not edit by hand. -->"
 

@@ -114,7 +114,7 @@ def settings_for(
     wanted = implied(load_rules(catalog), answers)
     if not wanted:
         return ()  # before reading the template: `recommend --json` stays light when nothing applies
-    from advisor.scaffold.generation import _asked_for, generated_strategies, template_questions
+    from advisor.model.template_questions import asked_for, generated_strategies, template_questions
 
     if strategy not in generated_strategies():
         return ()
@@ -125,7 +125,7 @@ def settings_for(
         if setting is None or (question.choices and setting.value not in question.choices):
             continue
         value = given.get(question.id, setting.value)
-        if question.id in _asked_for(strategy, {**given, question.id: value}):
+        if question.id in asked_for(strategy, {**given, question.id: value}):
             kept.append(replace(setting, default=str(question.default) == setting.value))
             given.setdefault(question.id, setting.value)
     return tuple(kept)

@@ -170,7 +170,7 @@ def _where(rec: Recommendation, target: Strategy) -> str:
 def _generated() -> frozenset[str]:
     """Strategies the template can generate today (never print a command the advisor would refuse)."""
     try:
-        from advisor.scaffold.generation import generated_strategies
+        from advisor.model.template_questions import generated_strategies
     except Exception:  # pragma: no cover - the template is part of the package
         return frozenset()
     return generated_strategies()

@@ -1,45 +1,27 @@
-"""Scaffold: generate a project from the Copier template and run its crash drill.
+"""Generate a project from the Copier template: render, replace an earlier variant, say what to type next.
 
-The template (``templates/copier.yml``) is the single source of truth: its
-questions, defaults and validators are read from the YAML here (no Copier import,
-so listing questions or validating answers is fast), and :func:`generate` runs
-Copier's own ``run_copy`` so the template's validators run again on the real
-thing. Every user-facing failure is a :class:`ScaffoldError` or
-:class:`DrillError`.
+:func:`generate` checks the answers against the template first (``advisor.model.template_questions``,
+no Copier import), then runs Copier's own ``run_copy`` so the template's validators run again on
+the real thing; nothing is left behind on failure. Every user-facing failure is a
+:class:`ScaffoldError`.
 """
 
 from __future__ import annotations
 
-import os
-import re
 import shlex
 import shutil
-import subprocess
-import sys
 import tempfile
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
-from functools import lru_cache
 from pathlib import Path
-from typing import Any
 
 import yaml
 
-from advisor.errors import AdvisorError, DrillError, InputError, ScaffoldError
+from advisor.errors import DrillError, ScaffoldError
+from advisor.model.template_questions import validate_answers
 from advisor.paths import templates_dir
-from advisor.redact import redact_all
-from advisor.safe_read import load_yaml, parse_json
-
-_TYPES: dict[str, type] = {"str": str, "int": int, "float": float, "bool": bool}
-
-
-@dataclass(frozen=True)
-class TemplateQuestion:
-    id: str
-    help: str
-    type: str
-    default: object
-    choices: tuple[str, ...]
+from advisor.scaffold.drill import drill_size
+from advisor.scaffold.project import package_of
 
 
 @dataclass(frozen=True)
@@ -54,195 +36,6 @@ class Generated:
     kept: tuple[str, ...] = ()
 
 
-# ------------------------------------------------------------------ questions
-@lru_cache(maxsize=4)
-def _config(path: Path) -> dict[str, Any]:
-    try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except (OSError, yaml.YAMLError) as exc:
-        raise ScaffoldError(f"{path}: cannot read the template configuration ({exc})") from None
-    if not isinstance(data, dict):
-        raise ScaffoldError(f"{path}: expected a mapping of questions")
-    return data
-
-
-def _copier_yml() -> dict[str, Any]:
-    return _config(templates_dir() / "copier.yml")
-
-
-def _raw_questions() -> dict[str, dict[str, Any]]:
-    """Prompt questions in order (configuration keys start with '_')."""
-    out: dict[str, dict[str, Any]] = {}
-    for key, spec in _copier_yml().items():
-        if key.startswith("_"):
-            continue
-        out[key] = spec if isinstance(spec, dict) else {"default": spec}
-    return out
-
-
-def _is_computed(spec: Mapping[str, Any]) -> bool:
-    # `when: false` (literally) marks a value the template computes and never asks.
-    return spec.get("when") is False
-
-
-def _choice_values(spec: Mapping[str, Any]) -> tuple[str, ...]:
-    choices = spec.get("choices") or ()
-    if isinstance(choices, dict):
-        return tuple(str(v["value"] if isinstance(v, dict) else v) for v in choices.values())
-    return tuple(str(c) for c in choices)
-
-
-def template_questions(strategy: str | None = None, given: Mapping[str, object] | None = None) -> list[TemplateQuestion]:
-    """The questions a user answers (computed values excluded), in template order.
-
-    With ``strategy``, only those the template asks for it (their ``when`` holds with
-    the ``given`` answers and the defaults), e.g. ``checkpoint_store`` only for ``checkpoint``.
-    """
-    asked = _asked_for(strategy, given) if strategy is not None else None
-    return [
-        TemplateQuestion(
-            id=key,
-            help=" ".join(str(spec.get("help", "")).split()),
-            type=str(spec.get("type", "str")),
-            default=spec.get("default"),
-            choices=_choice_values(spec),
-        )
-        for key, spec in _raw_questions().items()
-        if not _is_computed(spec) and (asked is None or key in asked)
-    ]
-
-
-def _asked_for(strategy: str, given: Mapping[str, object] | None = None) -> set[str]:
-    """Question ids whose ``when`` holds for ``strategy`` with the ``given`` answers and every
-    other answer at its default (``input_source`` is asked of a checkpoint project only while
-    ``checkpoint_store`` is ``table``)."""
-    env, context, asked = _jinja_env(), _context(None), set[str]()
-    given = given or {}
-    for qid, spec in _raw_questions().items():
-        kind = str(spec.get("type", "str"))
-        if qid == "strategy":
-            value: object = strategy
-        elif qid in given:
-            value = _coerce(qid, kind, given[qid])
-        else:
-            value = _coerce(qid, kind, _render(env, spec.get("default"), context))
-        context[qid] = value
-        if str(_render(env, spec.get("when", True), context)).strip().lower() not in ("false", "0", "no", ""):
-            asked.add(qid)
-    return asked
-
-
-def generated_strategies() -> frozenset[str]:
-    """Strategies the template can generate now: choices of `strategy` without a disabling validator."""
-    choices = _raw_questions().get("strategy", {}).get("choices") or {}
-    if not isinstance(choices, dict):
-        return frozenset(str(c) for c in choices)
-    return frozenset(
-        str(v["value"] if isinstance(v, dict) else v)
-        for v in choices.values()
-        if not (isinstance(v, dict) and str(v.get("validator", "")).strip())
-    )
-
-
-# ----------------------------------------------------------------- validation
-def _jinja_env() -> Any:
-    """A sandboxed Jinja environment with the two regex filters the template uses."""
-    from jinja2.sandbox import SandboxedEnvironment
-
-    env = SandboxedEnvironment()
-    env.filters["regex_search"] = _regex_search
-    env.filters["regex_replace"] = lambda value, pattern, repl="": re.sub(pattern, repl, str(value))
-    return env
-
-
-def _regex_search(value: object, pattern: str) -> str | None:
-    """Like Ansible's filter (which Copier ships): the match, or None."""
-    match = re.search(pattern, str(value))
-    return match.group(0) if match else None
-
-
-def _render(env: Any, template: object, context: Mapping[str, Any]) -> object:
-    if not isinstance(template, str) or "{" not in template:
-        return template
-    return env.from_string(template).render(**context)
-
-
-def _coerce(qid: str, kind: str, value: object) -> object:
-    target = _TYPES.get(kind, str)
-    if target is bool:
-        if isinstance(value, bool):
-            return value
-        if str(value).lower() in ("true", "yes", "1", "on"):
-            return True
-        if str(value).lower() in ("false", "no", "0", "off"):
-            return False
-    else:
-        try:
-            if target is int and isinstance(value, float) and not value.is_integer():
-                raise ValueError
-            if isinstance(value, bool) and target is not str:
-                raise ValueError
-            return target(value)
-        except (TypeError, ValueError):
-            pass
-    raise ScaffoldError(f"template answer {qid}={value!r}: expected a {kind}")
-
-
-def _context(dest: Path | None) -> dict[str, object]:
-    """What Copier offers every default before the first answer: ``_folder_name``, the destination's name."""
-    return {"_folder_name": Path(dest).resolve().name if dest is not None else ""}
-
-
-def validate_answers(strategy: str, answers: Mapping[str, object], dest: Path | None = None) -> dict[str, object]:
-    """Check answers against the template without running Copier.
-
-    Unknown keys, wrong types, values outside the choices, a strategy that is not
-    generated yet and anything the template's own ``validator`` expressions reject
-    raise :class:`ScaffoldError`. Returns the answers given (typed) plus ``strategy``.
-    """
-    raw = _raw_questions()
-    asked = {k: v for k, v in raw.items() if not _is_computed(v)}
-    unknown = sorted(set(answers) - set(asked))
-    if unknown:
-        raise ScaffoldError(
-            f"unknown template question(s): {', '.join(unknown)}; valid ids: {', '.join(asked)}"
-        )
-    if "strategy" in answers and answers["strategy"] != strategy:
-        raise ScaffoldError(f"answers say strategy={answers['strategy']!r} but {strategy!r} was asked for")
-    available = generated_strategies()
-    all_strategies = _choice_values(raw.get("strategy", {}))
-    if strategy not in all_strategies:
-        raise ScaffoldError(f"unknown strategy {strategy!r}; valid: {', '.join(all_strategies)}")
-    if strategy not in available:
-        raise ScaffoldError(
-            f"strategy {strategy!r} is not yet generated by the template; available: {', '.join(sorted(available))}"
-        )
-    given: dict[str, object] = {"strategy": strategy}
-    for qid, value in answers.items():
-        if qid != "strategy":
-            given[qid] = _coerce(qid, str(asked[qid].get("type", "str")), value)
-    # Walk the questions in order like Copier: defaults chain from earlier answers.
-    env, context = _jinja_env(), _context(dest)
-    for qid, spec in raw.items():
-        kind = str(spec.get("type", "str"))
-        if qid in given:
-            value = given[qid]
-        else:
-            value = _coerce(qid, kind, _render(env, spec.get("default"), context))
-        when = _render(env, spec.get("when", True), context)
-        context[qid] = value
-        if qid in given and str(when).strip().lower() in ("false", "0", "no", ""):
-            continue  # not asked for this strategy; Copier ignores it too
-        values = _choice_values(spec)
-        if values and str(value) not in values:
-            raise ScaffoldError(f"template answer {qid}={value!r}: choose one of {', '.join(values)}")
-        message = str(_render(env, spec.get("validator", ""), context) or "").strip()
-        if message:
-            raise ScaffoldError(f"template answer {qid}={value!r}: {' '.join(message.split())}")
-    return given
-
-
-# ----------------------------------------------------------------- generation
 def _is_empty_dir(path: Path) -> bool:
     return path.is_dir() and not any(path.iterdir())
 
@@ -284,7 +77,7 @@ def generate(
         message = " ".join(str(exc).split()) or type(exc).__name__
         raise ScaffoldError(f"cannot generate {strategy} project in {dest}: {message}") from None
     files = tuple(sorted(p.relative_to(dest).as_posix() for p in dest.rglob("*") if p.is_file()))
-    return Generated(dest=dest, package=_package_of(dest), files=files, removed=removed, kept=kept)
+    return Generated(dest=dest, package=package_of(dest), files=files, removed=removed, kept=kept)
 
 
 def _previous_files(dest: Path) -> set[str] | None:
@@ -367,7 +160,7 @@ def next_commands(package: str, shown_dest: str, strategy: str | None = None, in
     loopback ports only; its run, drill and tests use it) and stops it at the end.
     """
     pkg = f"python -m {package}"
-    drill = {"records": 2000, "kills": 10, "aim": None, **DRILL_DEFAULTS.get(strategy or "", {})}
+    drill = drill_size(strategy)
     aim = f" --aim {drill['aim']}" if drill["aim"] else ""
     queue = input_source == "rabbitmq"
     if queue:
@@ -386,122 +179,3 @@ def next_commands(package: str, shown_dest: str, strategy: str | None = None, in
         "make test                  # its own tests, the drills included",
         *(["make broker-stop           # stops the local RabbitMQ node and its epmd"] if queue else []),
     ]
-
-
-def _package_of(dest: Path) -> str:
-    answers_file = Path(dest) / ".copier-answers.yml"
-    if not answers_file.is_file():
-        raise DrillError(f"{dest} is not a generated project (no .copier-answers.yml)")
-    answers = load_yaml(answers_file, "template answers file") or {}
-    package = answers.get("package_name") if isinstance(answers, dict) else None
-    if not isinstance(package, str) or not (Path(dest) / "src" / package).is_dir():
-        raise DrillError(f"{dest}: .copier-answers.yml names no package under src/")
-    return package
-
-
-# ---------------------------------------------------------------------- drill
-def strategy_of(dest: Path) -> str:
-    """The strategy a generated project implements ('' when its answers file can't tell)."""
-    return recorded_answer(dest, "strategy")
-
-
-def recorded_answer(dest: Path, key: str) -> str:
-    """One answer recorded in a generated project's ``.copier-answers.yml`` ('' when it can't tell)."""
-    try:
-        answers = load_yaml(Path(dest) / ".copier-answers.yml", "template answers file") or {}
-    except AdvisorError:
-        return ""
-    return str(answers.get(key, "")) if isinstance(answers, dict) else ""
-
-
-#: A drill's size when the caller does not say: a Spark restart is a JVM start (5-10 s),
-#: so the stream project's drill kills 3 times, the first and third aimed at the window
-#: between its sink's commit and Spark's commit log.
-DRILL_DEFAULTS: dict[str, dict[str, Any]] = {
-    "stream-checkpoint": {"records": 600, "kills": 3, "aim": "after_sink_commit"},
-}
-
-
-def drill_events(
-    dest: Path,
-    *,
-    records: int | None = None,
-    kills: int | None = None,
-    seed: int = 1,
-    sigterm: bool = False,
-    work_ms: float | None = None,
-    aim: str | None = None,
-) -> Iterator[dict[str, Any]]:
-    """Run the generated project's drill and yield its events; the last is the report.
-
-    ``records``/``kills`` default to 2000/10 (DRILL_DEFAULTS per strategy); ``aim``
-    is the drill's ``--aim WINDOW|all``."""
-    dest = Path(dest)
-    package = _package_of(dest)
-    defaults = {"records": 2000, "kills": 10, "aim": None, **DRILL_DEFAULTS.get(strategy_of(dest), {})}
-    records = defaults["records"] if records is None else records
-    kills = defaults["kills"] if kills is None else kills
-    aim = defaults["aim"] if aim is None else aim
-    cmd = [sys.executable, "-m", package, "drill", "--records", str(records), "--kills", str(kills),
-           "--seed", str(seed), "--events", "--json"]
-    if aim and not sigterm:
-        cmd += ["--aim", aim]
-    if sigterm:
-        cmd.append("--sigterm")
-    if work_ms is not None:
-        cmd += ["--work-ms", str(work_ms)]
-    if aim is not None:  # a critical window of the strategy, or "all" (the project's `drill --help`)
-        cmd += ["--aim", aim]
-    env = dict(os.environ)
-    src = str((dest / "src").resolve())
-    env["PYTHONPATH"] = src + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
-    errors = tempfile.TemporaryFile(mode="w+")  # a file, not a pipe: it can never fill up and block
-    try:
-        proc = subprocess.Popen(cmd, cwd=dest, env=env, stdout=subprocess.PIPE, stderr=errors,
-                                stdin=subprocess.DEVNULL, text=True)
-    except OSError as exc:
-        errors.close()
-        raise DrillError(f"cannot start the drill of {dest}: {exc}") from None
-    report = None
-    try:
-        assert proc.stdout is not None
-        for line in proc.stdout:
-            line = line.strip()
-            if not line:
-                continue
-            try:
-                event = parse_json(line, f"the drill of {dest}", "drill event")
-            except InputError:
-                continue  # not an event (a stray print, a line nested too deep); the report decides
-            if isinstance(event, dict):
-                event = redact_all(event)  # a generated project redacts its own; an edited one may not
-                if event.get("event") == "report":
-                    report = event
-                yield event
-        proc.wait()
-    finally:
-        if proc.poll() is None:
-            # Stopped early (the consumer closed the generator): SIGTERM lets the drill
-            # stop its own workers; SIGKILL only if it does not exit promptly.
-            proc.terminate()
-            try:
-                proc.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
-        errors.seek(0)
-        err = errors.read().strip().splitlines()
-        errors.close()
-    if report is None:
-        detail = err[-1] if err else f"exit code {proc.returncode}"
-        raise DrillError(f"the drill of {dest} did not report: {detail}")
-
-
-def run_drill(dest: Path, **options: Any) -> dict[str, Any]:
-    """Run the drill to the end and return its report."""
-    report: dict[str, Any] | None = None
-    for event in drill_events(dest, **options):
-        if event.get("event") == "report":
-            report = event
-    assert report is not None  # drill_events raises otherwise
-    return report

@@ -103,7 +103,7 @@ class DrillScreen(Screen[None]):
         """Blocking: iterate the drill's events and hand each to the UI thread."""
         worker = get_current_worker()
         try:
-            from advisor.scaffold.generation import drill_events
+            from advisor.scaffold.drill import drill_events
 
             events = drill_events(dest, **options)
             try:

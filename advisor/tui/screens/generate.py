@@ -41,7 +41,7 @@ class GenerateScreen(Screen[None]):
     _preview_timer: Timer | None = None
 
     def compose(self) -> ComposeResult:
-        from advisor.scaffold.generation import template_questions
+        from advisor.model.template_questions import template_questions
         from advisor.model.template_settings import settings_for
 
         session = self.app.session
@@ -72,7 +72,7 @@ class GenerateScreen(Screen[None]):
         yield Footer()
 
     def on_mount(self) -> None:
-        from advisor.scaffold.generation import generated_strategies
+        from advisor.model.template_questions import generated_strategies
 
         session = self.app.session
         assert session is not None

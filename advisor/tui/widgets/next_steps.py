@@ -11,7 +11,8 @@ from advisor.tui.widgets.file_tree import file_tree
 
 def next_steps(generated: Any, shown_dest: str) -> Text:
     """The tree of ``generated.files`` under ``shown_dest``, then the commands to run."""
-    from advisor.scaffold.generation import next_commands, recorded_answer, strategy_of
+    from advisor.scaffold.generation import next_commands
+    from advisor.scaffold.project import recorded_answer, strategy_of
 
     text = Text(file_tree(generated.files, shown_dest) + "\n\n")
     text.append("Next, in a shell:\n", style="bold")
