@@ -30,7 +30,7 @@ _catalog_dir: Path | None = None  # set by the global --catalog flag
 
 
 def _catalog() -> Catalog:
-    from advisor.model.catalog import load_catalog
+    from advisor.model.loader import load_catalog
 
     return load_catalog(_catalog_dir)
 

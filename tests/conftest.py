@@ -8,7 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from advisor.model.catalog import Catalog, load_catalog
+from advisor.model.catalog import Catalog
+from advisor.model.loader import load_catalog
 from advisor.paths import strategies_dir
 
 sys.path.insert(0, str(Path(__file__).parent))  # tests/pg_server.py

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from advisor.model.catalog import load_catalog
+from advisor.model.loader import load_catalog
 from advisor.model.engine import recommend
 from advisor.errors import CatalogError
 
@@ -165,7 +165,7 @@ def test_a_new_strategy_and_question_need_no_python(catalog_copy: Path):
 def test_the_parsed_catalog_cache_never_serves_stale_or_broken_data(catalog_copy: Path):
     """load_catalog keeps parsed YAML as JSON in the user's cache (start-up time), never in the
     catalog folder; an edit or a corrupt cache file must never change what is loaded."""
-    from advisor.model.catalog import cache_path
+    from advisor.model.parsed_cache import cache_path
 
     before = sorted(p.name for p in catalog_copy.iterdir())
     first = load_catalog(catalog_copy)

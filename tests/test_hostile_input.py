@@ -20,7 +20,8 @@ from hypothesis import strategies as st
 
 from advisor import safe_read
 from advisor.model.answers import load_review_file
-from advisor.model.catalog import CatalogError, _parse_yaml
+from advisor.errors import CatalogError
+from advisor.model.parsed_cache import parse_catalog_file
 from advisor.cli import main
 from advisor.errors import AdvisorError, InputError
 from advisor.probe.report import load_report
@@ -132,10 +133,10 @@ def test_catalog_file_too_deep_or_with_aliases_names_file_and_line(catalog_copy)
     path = catalog_copy / "checkpoint.yaml"
     path.write_text(path.read_text() + "\nextra: &x [1]\nmore: *x\n")
     with pytest.raises(CatalogError) as info:
-        _parse_yaml(path, path.read_text())
+        parse_catalog_file(path, path.read_text())
     assert info.value.path == str(path) and info.value.key.startswith("line ")
     with pytest.raises(CatalogError, match="nested more than"):
-        _parse_yaml(path, deep_block_yaml())
+        parse_catalog_file(path, deep_block_yaml())
 
 
 # ---- properties ----------------------------------------------------------------------

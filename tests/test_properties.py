@@ -141,7 +141,7 @@ def test_every_close_call_names_what_would_settle_it(catalog):
     assert seen > 50  # close calls are common enough for this to mean something
 
 
-@pytest.mark.parametrize("conflict_id", [c.id for c in __import__("advisor.model.catalog").model.catalog.load_catalog().conflicts])
+@pytest.mark.parametrize("conflict_id", [c.id for c in __import__("advisor.model.loader").model.loader.load_catalog().conflicts])
 def test_every_conflict_rule_can_fire(catalog, conflict_id):
     conflict = next(c for c in catalog.conflicts if c.id == conflict_id)
     answers = {q: values[0] for q, values in conflict.when.items()}

@@ -16,7 +16,7 @@ from advisor.model.answers import (
     load_review_file,
     review_input,
 )
-from advisor.model.catalog import load_catalog
+from advisor.model.loader import load_catalog
 from advisor.cli import main
 from advisor.errors import AnswersError, CatalogError
 

@@ -85,11 +85,11 @@ def test_bad_answers_given_to_the_factory_are_shown_not_raised(catalog: Catalog,
 def test_a_broken_catalog_is_shown_on_the_welcome_screen(
     catalog_copy: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import advisor.model.catalog
-    from advisor.model.catalog import load_catalog
+    import advisor.model.loader
+    from advisor.model.loader import load_catalog
 
     (catalog_copy / "checkpoint.yaml").write_text("name: [broken\n")
-    monkeypatch.setattr(advisor.model.catalog, "load_catalog", lambda root=None: load_catalog(catalog_copy))
+    monkeypatch.setattr(advisor.model.loader, "load_catalog", lambda root=None: load_catalog(catalog_copy))
 
     async def walk() -> None:
         app = make_app(workdir=tmp_path)  # loads the (patched) bundled catalog

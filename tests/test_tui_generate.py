@@ -144,7 +144,7 @@ def test_a_project_name_the_template_rejects_is_a_message(catalog: Catalog, tmp_
 
 def test_a_strategy_without_a_template_says_so(catalog_copy: Path, tmp_path: Path) -> None:
     """Every bundled strategy has a template now; a team's own (`--catalog`) may not."""
-    from advisor.model.catalog import load_catalog
+    from advisor.model.loader import load_catalog
 
     saga = (catalog_copy / "state-machine.yaml").read_text()
     saga = saga.replace("id: state-machine", "id: saga").replace("name: State machine", "name: Saga")

@@ -11,7 +11,8 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 
-from advisor.model.catalog import Catalog, Condition, Strategy, load_catalog
+from advisor.model.catalog import Catalog, Condition, Strategy
+from advisor.model.loader import load_catalog
 from advisor.model.template_questions import generated_strategies
 
 HEADER = "<!-- Generated from strategies/*.yaml by `make docs`; do not edit by hand. -->"

@@ -22,8 +22,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from advisor.model.answers import CurrentDesign
-from advisor.model.catalog import Catalog, Control, Strategy, condition_holds
-from advisor.model.engine import Ranked, Recommendation, recommend
+from advisor.model.catalog import Catalog, condition_holds, Control, Strategy
+from advisor.model.engine import recommend
+from advisor.model.recommendation import Ranked, Recommendation
 from advisor.errors import AdvisorError, AnswersError, OutputExistsError
 from advisor.review.plan import depends_on_unanswered, migration_path, verification_plan
 from advisor.review.render import render

@@ -11,7 +11,7 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
 
 from advisor.model.catalog import Catalog, Control, Strategy
-from advisor.model.engine import Recommendation
+from advisor.model.recommendation import Recommendation
 from advisor.model.template_settings import flags as generate_flags
 
 if TYPE_CHECKING:

@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from advisor.model.catalog import Catalog, Pitfall
-from advisor.model.engine import Ranked
+from advisor.model.recommendation import Ranked
 from advisor.redact import redact
 from advisor.review.plan import depends_on_unanswered, ids, numbers, unanswered_conditions
 

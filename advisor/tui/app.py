@@ -140,7 +140,7 @@ def make_app(
     """
     try:
         if catalog is None:
-            from advisor.model.catalog import load_catalog
+            from advisor.model.loader import load_catalog
 
             catalog = load_catalog()
     except AdvisorError as exc:

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from advisor.model.answers import CurrentDesign
     from advisor.model.catalog import Catalog, Question
-    from advisor.model.engine import Recommendation
+    from advisor.model.recommendation import Recommendation
     from advisor.review.judge import Review
 
 UNKNOWN = "__unknown__"
