@@ -279,7 +279,9 @@ def cmd_explain(args: argparse.Namespace) -> int:
 
 def cmd_review(args: argparse.Namespace) -> int:
     from advisor.model.answers import review_input
-    from advisor.review.judge import render, review, write_text_safely
+    from advisor.review.judge import review
+    from advisor.review.render import render
+    from advisor.safe_write import write_text_safely
 
     catalog = _catalog()
     context: str | None = args.context
@@ -439,7 +441,7 @@ def cmd_probe(args: argparse.Namespace) -> int:
             if event.get("event") == "report":
                 report = {k: v for k, v in event.items() if k != "event"}
     if out is not None:
-        from advisor.review.judge import write_text_safely
+        from advisor.safe_write import write_text_safely
 
         write_text_safely(out, json.dumps(report, indent=2, ensure_ascii=False) + "\n", force=args.force)
     if args.json and not args.events:

@@ -13,7 +13,8 @@ import pytest
 from advisor.model.answers import CurrentDesign
 from advisor.model.engine import recommend
 from advisor.errors import AnswersError, OutputExistsError
-from advisor.review.judge import decision_record, judge_current, review, write_text_safely
+from advisor.review.judge import decision_record, judge_current, review
+from advisor.safe_write import write_text_safely
 
 DAY = dt.date(2026, 1, 2)
 BATCH = {"duration": "hours", "work_shape": "record_batch", "workers": "many", "external_effects": "idempotent_api",
@@ -323,7 +324,7 @@ def test_records_over_the_answer_space(catalog):
     right, cites nothing internal, prints no refused command and stays short."""
     import random
 
-    from advisor.review.judge import render
+    from advisor.review.render import render
     from advisor.model.template_questions import generated_strategies
 
     rng = random.Random(8)

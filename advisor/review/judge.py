@@ -7,80 +7,28 @@ worded for the team's answers. Then it says whether the current category fits, h
 the current design to the decided one (a migration path: ordered steps, what to keep), how to
 prove it (a verification plan for this case), and the MADR sections. Nothing is listed twice.
 
-:func:`review` is pure (answers in, a :class:`Review` out); the plans are built in
-:mod:`advisor.review.plan`, the Markdown in :mod:`advisor.review.render` (:func:`render`);
-:func:`decision_record` does both; :func:`write_text_safely` is the one file write.
+:func:`review` is pure (answers in, a :class:`~advisor.review.result.Review` out); the plans are
+built in :mod:`advisor.review.plan`, the Markdown in :mod:`advisor.review.render`
+(:func:`render`); :func:`decision_record` does both. ``advisor.safe_write`` writes the file.
 """
 
 from __future__ import annotations
 
 import datetime as _dt
-import os
-import tempfile
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
-from pathlib import Path
 
+from advisor.errors import AnswersError
 from advisor.model.answers import CurrentDesign
-from advisor.model.catalog import Catalog, condition_holds, Control, Strategy
+from advisor.model.catalog import Catalog, Control, Strategy, condition_holds
 from advisor.model.engine import recommend
-from advisor.model.recommendation import Ranked, Recommendation
-from advisor.errors import AdvisorError, AnswersError, OutputExistsError
+from advisor.model.recommendation import Recommendation
+from advisor.model.template_settings import settings_for
 from advisor.review.plan import depends_on_unanswered, migration_path, verification_plan
 from advisor.review.render import render
-from advisor.model.template_settings import settings_for
-
-__all__ = ["Finding", "Review", "Verdict", "decision_record", "judge_current", "render", "review", "write_text_safely"]
+from advisor.review.result import Finding, Review, Verdict
 
 # A current strategy within this many points of the top pick is a reasonable fit.
 FIT_MARGIN = 2.0
-
-
-@dataclass(frozen=True)
-class Finding:
-    """One essential control of the current design that is missing (``no``) or ``unknown``."""
-
-    number: int  # 1-based, as printed
-    control: Control  # worded for the answers
-    status: str  # "no" | "unknown"
-    here: tuple[str, ...]  # the answers that make it matter in this case ("several workers (workers=many)")
-
-
-@dataclass(frozen=True)
-class Verdict:
-    strategy: str
-    fits: bool
-    rank: int
-    summary: str
-    risks: tuple[str, ...]  # only what these answers make it risk (its "against" lines, rule-outs)
-
-
-@dataclass(frozen=True)
-class Review:
-    """Everything a decision record says, computed once (the TUI renders the same object)."""
-
-    rec: Recommendation
-    target: Ranked  # the strategy decided on (the top pick, or the team's --chosen)
-    current: CurrentDesign | None
-    context: str | None
-    findings: tuple[Finding, ...]  # missing first, then unknown
-    in_place: tuple[Control, ...]  # current controls answered yes
-    not_needed: tuple[Control, ...]  # current controls these answers make irrelevant
-    verdict: Verdict | None
-    migration: tuple[str, ...]  # ordered steps
-    keep: tuple[str, ...]
-    verification: tuple[str, ...]
-    to_build: tuple[Control, ...]  # the target's controls not yet in place (no current: all that apply)
-    replaced: tuple[Control, ...] = ()  # unknown controls the migration replaces: not worth checking
-    undecided: tuple[Control, ...] = ()  # unknown controls that matter only for some answers not given yet
-
-    @property
-    def missing(self) -> tuple[Finding, ...]:
-        return tuple(f for f in self.findings if f.status == "no")
-
-    @property
-    def unknown(self) -> tuple[Finding, ...]:
-        return tuple(f for f in self.findings if f.status == "unknown")
 
 
 # --- judging -----------------------------------------------------------------------
@@ -220,42 +168,3 @@ def decision_record(
     ``probe``: Markdown lines from a probe of the team's job (``advisor.probe.report.evidence_lines``)."""
     r = review(answers, catalog, current=current, chosen=chosen, context=context)
     return render(r, catalog, title=title, date=date, probe=probe)
-
-
-def _umask() -> int:
-    """The process umask: read from /proc where it can be (setting it, even briefly, races threads)."""
-    try:
-        for line in Path("/proc/self/status").read_text().splitlines():
-            if line.startswith("Umask:"):
-                return int(line.split()[1], 8)
-    except (OSError, ValueError, IndexError):
-        pass
-    mask = os.umask(0o022)  # reading it means setting it; put it straight back
-    os.umask(mask)
-    return mask
-
-
-def write_text_safely(path: Path, text: str, *, force: bool = False) -> None:
-    """Write atomically (temp file + rename); never overwrite without ``force``; nothing half-written."""
-    path = Path(path)
-    if path.is_dir():
-        raise AdvisorError(f"{path}: is a directory; give a file name such as {path / 'decision.md'}.")
-    if path.exists() and not force:
-        raise OutputExistsError(f"{path}: already exists. Use --force to overwrite it, or pick another --out.")
-    parent = path.parent if str(path.parent) else Path(".")
-    if not parent.is_dir():
-        raise AdvisorError(f"{path}: the folder {parent} does not exist.")
-    try:
-        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=parent)
-    except OSError as exc:
-        raise AdvisorError(f"{path}: cannot write here ({exc.strerror or exc}).") from None
-    try:
-        # mkstemp creates 0600; a decision record is meant to be shared and committed, so it
-        # gets the mode any new file gets here (0644 under the usual umask 022).
-        os.fchmod(fd, 0o666 & ~_umask())
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(text)
-        os.replace(tmp, path)
-    except OSError as exc:
-        Path(tmp).unlink(missing_ok=True)
-        raise AdvisorError(f"{path}: cannot write ({exc.strerror or exc}).") from None

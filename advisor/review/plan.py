@@ -16,8 +16,8 @@ from advisor.model.template_settings import flags as generate_flags
 
 if TYPE_CHECKING:
     from advisor.model.answers import CurrentDesign
-    from advisor.review.judge import Finding
     from advisor.model.template_settings import Setting
+    from advisor.review.result import Finding
 
 # Where the kills that matter land, by answer (the verification plan aims the drill there).
 KILL_WINDOWS: tuple[tuple[str, tuple[str, ...], str], ...] = (

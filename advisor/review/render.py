@@ -16,7 +16,7 @@ from advisor.redact import redact
 from advisor.review.plan import depends_on_unanswered, ids, numbers, unanswered_conditions
 
 if TYPE_CHECKING:
-    from advisor.review.judge import Finding, Review
+    from advisor.review.result import Finding, Review
 
 # Pitfalls the verification plan itself answers (it is the crash drill), never listed apart.
 ANSWERED_BY_THE_PLAN = ("untested-recovery",)

@@ -15,7 +15,7 @@ if TYPE_CHECKING:
     from advisor.model.answers import CurrentDesign
     from advisor.model.catalog import Catalog, Question
     from advisor.model.recommendation import Recommendation
-    from advisor.review.judge import Review
+    from advisor.review.result import Review
 
 UNKNOWN = "__unknown__"
 """Option id for "I don't know": the question is left out of the answers."""
@@ -91,7 +91,7 @@ class Session:
         return review(dict(self.answers), self.catalog, current=self.current, chosen=self.chosen, context=self.context)
 
     def decision_record(self, review: Review | None = None) -> str:
-        from advisor.review.judge import render
+        from advisor.review.render import render
 
         probe = None
         if self.probe_report is not None:

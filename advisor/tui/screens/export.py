@@ -74,7 +74,7 @@ class ExportScreen(Screen[None]):
 
     def action_write(self) -> None:
         """Write both files; an existing file or an unwritable folder is reported, not raised."""
-        from advisor.review.judge import write_text_safely
+        from advisor.safe_write import write_text_safely
 
         session = self.app.session
         assert session is not None
