@@ -23,16 +23,22 @@ def _umask() -> int:
     return mask
 
 
-def write_text_safely(path: Path, text: str, *, force: bool = False) -> None:
-    """Write atomically (temp file + rename); never overwrite without ``force``; nothing half-written."""
-    path = Path(path)
+def check_new_file(path: Path, *, force: bool, example: str = "decision.md") -> None:
+    """Refuse, before any work, an ``--out`` that is a folder, exists (without ``force``) or has no folder."""
     if path.is_dir():
-        raise AdvisorError(f"{path}: is a directory; give a file name such as {path / 'decision.md'}.")
+        raise AdvisorError(f"{path}: is a directory; give a file name such as {path / example}.")
     if path.exists() and not force:
         raise OutputExistsError(f"{path}: already exists. Use --force to overwrite it, or pick another --out.")
     parent = path.parent if str(path.parent) else Path(".")
     if not parent.is_dir():
         raise AdvisorError(f"{path}: the folder {parent} does not exist.")
+
+
+def write_text_safely(path: Path, text: str, *, force: bool = False) -> None:
+    """Write atomically (temp file + rename); never overwrite without ``force``; nothing half-written."""
+    path = Path(path)
+    check_new_file(path, force=force)
+    parent = path.parent if str(path.parent) else Path(".")
     try:
         fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=parent)
     except OSError as exc:
