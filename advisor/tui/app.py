@@ -12,11 +12,12 @@ from textual.binding import Binding
 from textual.screen import Screen
 
 from advisor.errors import AdvisorError
+from advisor.tui.base import AdvisorAppBase
 from advisor.tui.commands import AdvisorCommands
 from advisor.tui.session import Session
 
 
-class AdvisorApp(App[None]):
+class AdvisorApp(AdvisorAppBase):
     """Welcome → questions → recommendation → generate → try it → export; and the review of a
     current design: current strategy → controls → findings → export."""
 
@@ -28,14 +29,6 @@ class AdvisorApp(App[None]):
         Binding("ctrl+q", "quit", "Quit", show=False, priority=True),
         Binding("f1,question_mark", "help", "Help", key_display="?"),
     ]
-
-    def __init__(self, session: Session | None, *, error: str | None = None, blink: bool = True) -> None:
-        super().__init__()
-        self.session = session
-        self.startup_error = error
-        """A catalog or answers problem found before the app started: shown on the welcome screen."""
-        self.blink = blink
-        """Cursor blink in text inputs; the snapshot tests turn it off."""
 
     def get_default_screen(self) -> Screen[Any]:
         from advisor.tui.screens.welcome import WelcomeScreen

@@ -21,7 +21,7 @@ from advisor.tui.widgets.progress_chart import ProgressChart
 from advisor.tui.widgets.recovery_point import RecoveryPointView
 
 if TYPE_CHECKING:
-    from advisor.tui.app import AdvisorApp
+    from advisor.tui.base import AdvisorAppBase
 
 
 class DrillScreen(Screen[None]):
@@ -47,7 +47,7 @@ class DrillScreen(Screen[None]):
         Binding("q", "quit_asking", "Quit"),
     ]
 
-    app: AdvisorApp
+    app: AdvisorAppBase
 
     def __init__(self, dest: Path, *, autostart: bool = True) -> None:
         super().__init__()

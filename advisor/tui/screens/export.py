@@ -16,7 +16,7 @@ from advisor.errors import AdvisorError, OutputExistsError
 from advisor.tui.widgets.inputs import TextInput
 
 if TYPE_CHECKING:
-    from advisor.tui.app import AdvisorApp
+    from advisor.tui.base import AdvisorAppBase
 
 
 class ExportScreen(Screen[None]):
@@ -25,7 +25,7 @@ class ExportScreen(Screen[None]):
         Binding("ctrl+s", "write", "Write files", priority=True),
     ]
 
-    app: AdvisorApp
+    app: AdvisorAppBase
 
     def compose(self) -> ComposeResult:
         yield Header()

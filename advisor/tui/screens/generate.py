@@ -20,7 +20,7 @@ from advisor.errors import AdvisorError
 from advisor.tui.widgets.inputs import TextInput
 
 if TYPE_CHECKING:
-    from advisor.tui.app import AdvisorApp
+    from advisor.tui.base import AdvisorAppBase
 
 def package_of(project_name: str) -> str:
     """The template's default package name for a project name (for the default destination)."""
@@ -35,7 +35,7 @@ class GenerateScreen(Screen[None]):
         Binding("ctrl+t", "app.drill", "Try it", priority=True),
     ]
 
-    app: AdvisorApp
+    app: AdvisorAppBase
     strategy: Any = None
     _last_name = "Continuity Job"
     _preview_timer: Timer | None = None

@@ -24,7 +24,7 @@ from advisor.tui.widgets.progress_chart import ProgressChart
 
 if TYPE_CHECKING:
     from advisor.probe.runner import ProbeOptions
-    from advisor.tui.app import AdvisorApp
+    from advisor.tui.base import AdvisorAppBase
 
 FIELDS: tuple[tuple[str, str, str], ...] = (
     ("probe-run", "Run command", "the job, e.g. python job.py"),
@@ -66,7 +66,7 @@ class ProbeScreen(Screen[None]):
         Binding("ctrl+r", "start", "Start the probe", key_display="ctrl+r", priority=True),
     ]
 
-    app: AdvisorApp
+    app: AdvisorAppBase
 
     def __init__(self) -> None:
         super().__init__()

@@ -21,7 +21,7 @@ from advisor.tui.session import UNKNOWN, Session
 from advisor.tui.widgets.step_bar import StepBar
 
 if TYPE_CHECKING:
-    from advisor.tui.app import AdvisorApp
+    from advisor.tui.base import AdvisorAppBase
 
 NUMBER_KEYS = [Binding(str(n), f"pick({n})", "Pick", show=False) for n in range(1, 10)]
 
@@ -39,7 +39,7 @@ class QuestionScreen(Screen[None]):
         Binding("a", "toggle_all", "Ask all"),
     ]
 
-    app: AdvisorApp
+    app: AdvisorAppBase
 
     def __init__(self, index: int = 0, *, only: Sequence[str] = ()) -> None:
         super().__init__()

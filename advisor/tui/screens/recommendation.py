@@ -20,7 +20,7 @@ from advisor.tui.widgets.scenario_table import ScenarioTable
 from advisor.tui.widgets.strategy_detail import pitfalls_text, tradeoffs_text, why_text
 
 if TYPE_CHECKING:
-    from advisor.tui.app import AdvisorApp
+    from advisor.tui.base import AdvisorAppBase
 
 
 def ranking_line(n: int, ranked: Any, chosen: str, width: int) -> Text:
@@ -49,7 +49,7 @@ class RecommendationScreen(Screen[None]):
         Binding("4", "tab('pitfalls')", "Pitfalls", show=False),
     ]
 
-    app: AdvisorApp
+    app: AdvisorAppBase
     rec: Any = None
 
     def compose(self) -> ComposeResult:

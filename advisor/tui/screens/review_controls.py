@@ -22,7 +22,7 @@ from advisor.tui.widgets.review_steps import ReviewSteps
 
 if TYPE_CHECKING:
     from advisor.model.catalog import Control
-    from advisor.tui.app import AdvisorApp
+    from advisor.tui.base import AdvisorAppBase
 
 MARKS = {"yes": ("✔ yes", "green"), "no": ("✘ no ", "bold red"), "unknown": ("? ---", "yellow")}
 
@@ -48,7 +48,7 @@ class ControlsScreen(Screen[None]):
         Binding("right", "findings", "Findings", key_display="→", priority=True),
     ]
 
-    app: AdvisorApp
+    app: AdvisorAppBase
 
     def __init__(self, strategy_id: str) -> None:
         super().__init__()

@@ -16,7 +16,7 @@ from advisor.tui.widgets.inputs import TextInput
 from advisor.tui.widgets.review_steps import ReviewSteps
 
 if TYPE_CHECKING:
-    from advisor.tui.app import AdvisorApp
+    from advisor.tui.base import AdvisorAppBase
 
 
 class CurrentStrategyScreen(Screen[None]):
@@ -29,7 +29,7 @@ class CurrentStrategyScreen(Screen[None]):
         *(Binding(str(n), f"pick({n})", "Pick", show=n == 1, key_display="1-9") for n in range(1, 10)),
     ]
 
-    app: AdvisorApp
+    app: AdvisorAppBase
 
     def compose(self) -> ComposeResult:
         yield Header()

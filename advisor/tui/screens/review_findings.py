@@ -17,7 +17,7 @@ from advisor.errors import AdvisorError
 from advisor.tui.widgets.review_steps import ReviewSteps
 
 if TYPE_CHECKING:
-    from advisor.tui.app import AdvisorApp
+    from advisor.tui.base import AdvisorAppBase
 
 RECORD_TAIL = "\n## Context and problem statement"
 """Where the record's review part ends and its MADR sections (shown on the export screen) begin."""
@@ -37,7 +37,7 @@ class FindingsScreen(Screen[None]):
         Binding("p", "probe", "Probe my job"),
     ]
 
-    app: AdvisorApp
+    app: AdvisorAppBase
     markdown = ""
     """The record's findings part, as shown (Markdown)."""
 

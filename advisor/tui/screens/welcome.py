@@ -15,7 +15,7 @@ from advisor.errors import AdvisorError
 from advisor.tui.widgets.inputs import TextInput
 
 if TYPE_CHECKING:
-    from advisor.tui.app import AdvisorApp
+    from advisor.tui.base import AdvisorAppBase
 
 INTRO = (
     "Your long-running job will be killed mid-way: a deploy, a crash, a scale-in.\n"
@@ -34,7 +34,7 @@ class WelcomeScreen(Screen[None]):
         Binding("ctrl+p", "app.command_palette", "Commands"),
     ]
 
-    app: AdvisorApp
+    app: AdvisorAppBase
 
     def compose(self) -> ComposeResult:
         yield Header()
