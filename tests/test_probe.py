@@ -320,7 +320,7 @@ def test_review_puts_the_probe_into_the_verification_plan(capsys, tmp_path):
 
 
 def test_decision_record_probe_hook(catalog):
-    """The hook review.py offers: ``probe`` lines lead the verification plan; without them nothing changes."""
+    """The hook the review offers (review/judge.py): ``probe`` lines lead the verification plan; without them nothing changes."""
     from advisor.review.judge import decision_record
 
     plain = decision_record({}, catalog)

@@ -6,7 +6,7 @@ strategy and package; its data directory defaults to ``DIR/data``, or the newest
 recognized from the state database's tables, or the checkpoint files). It returns a
 JSON-ready report (shape documented in docs/inspect.md, ``inspect_version`` 1);
 :func:`render_text` words it the strategy's way. It never writes: SQLite is opened
-read-only without creating ``-wal``/``-shm`` files (inspect_sources.py), PostgreSQL in
+read-only without creating ``-wal``/``-shm`` files (sources.py), PostgreSQL in
 a READ ONLY transaction. No Textual, no Copier.
 """
 

@@ -126,7 +126,7 @@ def make_app(
 
     ``catalog`` defaults to the bundled one; ``answers`` pre-fill the walkthrough;
     ``workdir`` is where relative paths typed by the user point (default: the current
-    directory); ``drill_options`` go to ``scaffold.drill_events`` (e.g. records, kills);
+    directory); ``drill_options`` go to ``advisor.scaffold.drill.drill_events`` (e.g. records, kills);
     ``blink=False`` stops the text cursor blinking and ``today`` fixes the decision
     record's date (both for snapshot tests).
     A broken catalog or bad answers never raise here: the app starts and shows the message.
