@@ -18,8 +18,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from advisor.model.answers import load_review_file, validate_answers
 from advisor.cli import main
+from advisor.model.answers import load_review_file, validate_answers
 from advisor.model.engine import recommend
 
 _spec = importlib.util.spec_from_file_location(

@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from advisor.model.loader import load_catalog
-from advisor.model.engine import recommend
 from advisor.errors import CatalogError
+from advisor.model.engine import recommend
+from advisor.model.loader import load_catalog
 
 STRATEGY_IDS = {
     "idempotent-retry", "checkpoint", "stream-checkpoint",

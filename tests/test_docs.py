@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from advisor.docgen.catalog_page import render
 from advisor.cli import build_parser
+from advisor.docgen.catalog_page import render
 
 DOCS = Path(__file__).resolve().parents[1] / "docs"
 

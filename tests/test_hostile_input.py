@@ -19,11 +19,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from advisor import safe_read
-from advisor.model.answers import load_review_file
-from advisor.errors import CatalogError
-from advisor.model.parsed_cache import parse_catalog_file
 from advisor.cli import main
-from advisor.errors import AdvisorError, InputError
+from advisor.errors import AdvisorError, CatalogError, InputError
+from advisor.model.answers import load_review_file
+from advisor.model.parsed_cache import parse_catalog_file
 from advisor.probe.report import load_report
 from advisor.redact import redact
 

@@ -16,8 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from advisor.model.catalog import Catalog, condition_holds
 from advisor.docgen.decision_page import render, sample_answers
+from advisor.model.catalog import Catalog, condition_holds
 from advisor.model.engine import DecisionModel, recommend
 
 DOCS = Path(__file__).resolve().parents[1] / "docs"

@@ -10,9 +10,9 @@ import stat
 
 import pytest
 
+from advisor.errors import AnswersError, OutputExistsError
 from advisor.model.answers import CurrentDesign
 from advisor.model.engine import recommend
-from advisor.errors import AnswersError, OutputExistsError
 from advisor.review.judge import decision_record, judge_current, review
 from advisor.safe_write import write_text_safely
 
@@ -324,8 +324,8 @@ def test_records_over_the_answer_space(catalog):
     right, cites nothing internal, prints no refused command and stays short."""
     import random
 
-    from advisor.review.render import render
     from advisor.model.template_questions import generated_strategies
+    from advisor.review.render import render
 
     rng = random.Random(8)
     lengths = []

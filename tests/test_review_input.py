@@ -9,6 +9,8 @@ from pathlib import Path
 import pytest
 import yaml
 
+from advisor.cli import main
+from advisor.errors import AnswersError, CatalogError
 from advisor.model.answers import (
     CurrentDesign,
     dump_answers,
@@ -17,8 +19,6 @@ from advisor.model.answers import (
     review_input,
 )
 from advisor.model.loader import load_catalog
-from advisor.cli import main
-from advisor.errors import AnswersError, CatalogError
 
 
 def run(capsys, *argv: str) -> tuple[int, str, str]:

@@ -12,10 +12,10 @@ from pathlib import Path
 import pytest
 import yaml
 
-from advisor.model.catalog import Catalog
-from advisor.model.loader import load_catalog
 from advisor.cli import main
 from advisor.errors import CatalogError
+from advisor.model.catalog import Catalog
+from advisor.model.loader import load_catalog
 from advisor.model.template_questions import template_questions
 from advisor.model.template_settings import Setting, apply, implied, load_rules, settings_for
 

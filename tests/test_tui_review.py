@@ -9,9 +9,9 @@ from pathlib import Path
 
 from textual.widgets import Input, OptionList
 
+from advisor.cli import main
 from advisor.model.answers import load_review_file
 from advisor.model.catalog import Catalog
-from advisor.cli import main
 from advisor.tui.app import make_app
 from advisor.tui.screens.export import ExportScreen
 from advisor.tui.screens.recommendation import RecommendationScreen

@@ -19,8 +19,8 @@ from typing import Any
 
 import yaml
 
-from advisor.model.catalog import Catalog
 from advisor.errors import AnswersError
+from advisor.model.catalog import Catalog
 from advisor.safe_read import load_yaml
 
 UNKNOWN = "unknown"  # "I don't know" — the same as leaving the question out

@@ -28,7 +28,6 @@ from collections.abc import Iterable, Mapping
 from advisor.model.catalog import Catalog, Conflict, Question, Strategy, condition_holds
 from advisor.model.recommendation import CloseCall, Ranked, Reason, Recipe, Recommendation, Settle, Swing, Warning
 
-
 # --- wording -----------------------------------------------------------------------
 
 

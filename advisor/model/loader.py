@@ -21,9 +21,25 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from advisor.errors import CatalogError
-from advisor.model.catalog import (GRANULARITIES, QUESTION_GROUPS, Catalog, Choice, Conflict, Control,
-                                   ControlCase, Fit, FixCase, Note, Pitfall, Question, RecipeCase, RecoveryPoint, Rule,
-                                   Scenario, Strategy)
+from advisor.model.catalog import (
+    GRANULARITIES,
+    QUESTION_GROUPS,
+    Catalog,
+    Choice,
+    Conflict,
+    Control,
+    ControlCase,
+    Fit,
+    FixCase,
+    Note,
+    Pitfall,
+    Question,
+    RecipeCase,
+    RecoveryPoint,
+    Rule,
+    Scenario,
+    Strategy,
+)
 from advisor.model.parsed_cache import read_yaml, save_cache
 from advisor.model.yaml_reader import Reader
 from advisor.paths import strategies_dir

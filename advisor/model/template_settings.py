@@ -14,8 +14,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from advisor.model.catalog import Catalog, Condition, condition_holds
 from advisor.errors import CatalogError
+from advisor.model.catalog import Catalog, Condition, condition_holds
 
 SETTINGS_FILE = "template-settings.yaml"
 
