@@ -29,6 +29,8 @@ def test_wheel_contains_catalog_and_template(wheel):
         assert f"advisor/_data/strategies/{path.name}" in names
     assert "advisor/_data/templates/copier.yml" in names
     assert "advisor/cli.py" in names
+    for package in ("model", "review", "scaffold", "inspect", "probe", "docgen", "commands", "tui"):
+        assert f"advisor/{package}/__init__.py" in names, package
 
 
 def test_installed_wheel_runs_outside_the_repo(wheel, tmp_path):
