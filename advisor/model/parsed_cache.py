@@ -96,6 +96,7 @@ _caches: dict[Path, _ParsedCache] = {}
 
 
 def read_yaml(path: Path) -> object:
+    """One catalog file's data: from the cache while its content is unchanged, else parsed (and kept)."""
     root = path.parent.resolve()
     cache = _caches.get(root)
     if cache is None:
