@@ -22,20 +22,21 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from . import drill as drill_module
-from . import outage
-from . import reset as reset_module
-from . import effects, reconcile
+from .drill import runner as drill_module
+from .runtime import outage
+from .ops import reset as reset_module
+from .runtime import effects
+from .ops import reconcile
 from . import settings as settings_module
-from . import status as status_module
-from . import submission
-from .errors import EXIT_OK, EXIT_USAGE, JobError
+from .ops import status as status_module
+from .runtime import submission
+from .runtime.errors import EXIT_OK, EXIT_USAGE, JobError
 from .job import demo_records
-from .safe_read import INPUT_FORMATS
+from .runtime.safe_read import INPUT_FORMATS
 from .settings import Settings
-from .shutdown import Shutdown
-from .store import describe
-from .strategy import Context, load
+from .runtime.shutdown import Shutdown
+from .runtime.store import describe
+from .runtime.strategy import Context, load
 
 
 def positive_int(text: str) -> int:
@@ -186,7 +187,7 @@ def cmd_run(args: argparse.Namespace, ctx: Context) -> int:
     shutdown = Shutdown(ctx.settings.grace_period_s).install()
     try:
         if settings_module.INPUT_SOURCE == "rabbitmq" and args.limit is None:  # the queue is the input
-            from . import amqp_input
+            from .runtime import amqp_input
 
             def work() -> int:
                 return amqp_input.run(ctx, shutdown, follow=args.follow)

@@ -37,6 +37,3 @@ def render(report: dict[str, Any], *, as_json: bool) -> str:
                      + ("; see `reconcile`" if calls["in_doubt"] else ""))
     return "\n".join(lines)
 
-
-def percent(done: int, total: int) -> float:
-    return 100.0 * done / total if total else 100.0

@@ -27,8 +27,8 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-from .errors import JobError
-from .safe_read import read_json
+from ..runtime.errors import JobError
+from ..runtime.safe_read import read_json
 
 
 def shift_clock(seconds: float) -> None:
@@ -66,7 +66,7 @@ def shift_clock(seconds: float) -> None:
 def load_job() -> ModuleType:
     """job.py, imported only now: after shift_clock, so even ``from time import time``
     in job.py sees the moved clock."""
-    return importlib.import_module(f"{__package__}.job")
+    return importlib.import_module(f"{__package__.rpartition('.')[0]}.job")  # <package>.job, beside drill/
 
 
 def compute(job: ModuleType, record: dict[str, Any]) -> dict[str, Any]:

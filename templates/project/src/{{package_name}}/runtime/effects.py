@@ -45,7 +45,7 @@ from typing import Any
 
 from .errors import TransientError
 from .external import ExternalService
-from .settings import EFFECT_KIND, PLAIN_POLICY, Settings
+from ..settings import EFFECT_KIND, PLAIN_POLICY, Settings
 from .store import Store, connect
 
 KIND = EFFECT_KIND

@@ -27,7 +27,7 @@ import os
 import signal
 import sys
 
-from .settings import ENV_PREFIX
+from ..settings import ENV_PREFIX
 
 #: ``WINDOW:N``: die the N-th time WINDOW is passed (N >= 1).
 AIM_ENV = ENV_PREFIX + "DRILL_AIM"

@@ -38,11 +38,11 @@ import time
 from pathlib import Path
 from typing import Any
 
-from . import settings as settings_module
-from .errors import JobError
-from .shutdown import Shutdown
-from .stream_sink import IdempotentSink
-from .strategy import Context
+from .. import settings as settings_module
+from ..runtime.errors import JobError
+from ..runtime.shutdown import Shutdown
+from .sink import IdempotentSink
+from ..runtime.strategy import Context
 
 LANDING = "landing"
 CHECKPOINT = "spark-checkpoint"

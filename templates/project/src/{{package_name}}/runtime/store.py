@@ -35,7 +35,7 @@ from pathlib import Path
 from typing import Any
 
 from .errors import StoreError, StoreUnavailable, redact
-from .settings import PACKAGE, Settings
+from ..settings import PACKAGE, Settings
 
 STATE_DB = "state.db"
 #: PostgreSQL: seconds a connection attempt may take (when the URL does not say).
@@ -219,7 +219,7 @@ class Store:
     def durability(self) -> dict[str, str]:
         """What this connection really commits with, read back (not what we asked for)."""
         if self.dialect == "sqlite":
-            from .durability import sqlite_settings
+            from ..drill.durability import sqlite_settings
 
             return sqlite_settings(self.conn)
         # The server's settings, as this session sees them (SHOW answers one row, one column).
@@ -282,7 +282,7 @@ def connect(data_dir: Path, settings: Settings, *, create: bool = False) -> Stor
 def _tell_probe(store: Store) -> None:
     """In a drilled worker, report the server's settings: a PostgreSQL connection
     cannot be observed from the client side the way SQLite's can (durability.py)."""
-    from . import durability
+    from ..drill import durability
 
     if durability.active is not None:
         durability.active.saw_postgresql(store.durability())

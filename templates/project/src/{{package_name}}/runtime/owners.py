@@ -38,7 +38,7 @@ import os
 import socket
 from pathlib import Path
 
-from .settings import ENV_PREFIX
+from ..settings import ENV_PREFIX
 
 #: Set it to give this process's machine an explicit id (``<PKG>_HOST_ID=web-2``).
 HOST_ID_ENV = ENV_PREFIX + "HOST_ID"

@@ -30,7 +30,7 @@ from collections.abc import Callable
 
 from . import store
 from .errors import EXIT_OK, EXIT_STORE_UNAVAILABLE, JobError, StoreUnavailable
-from .settings import ENV_PREFIX
+from ..settings import ENV_PREFIX
 from .shutdown import Shutdown
 
 #: The first pause; each failed try doubles it, up to BACKOFF_CAP_S.
@@ -86,7 +86,7 @@ def _wait(seconds: float, shutdown: Shutdown, clock: Callable[[], float],
 def _tell_probe() -> None:
     """In a drilled worker: an outage restarts the work in flight, as a kill does; the drill
     allows its re-sent calls the same way (durability.py)."""
-    from . import durability
+    from ..drill import durability
 
     if durability.active is not None:
         durability.active.saw_outage()

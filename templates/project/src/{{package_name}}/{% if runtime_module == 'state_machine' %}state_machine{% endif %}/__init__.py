@@ -33,16 +33,16 @@ from typing import Any
 from statemachine import State, StateMachine
 from tenacity import Retrying, retry_if_exception_type, stop_after_attempt, wait_random_exponential
 
-from . import correlation, effects, faults, job
-from .errors import BadRecord, CorruptStateError, JobError, StateVersionError, TransientError
-from .external import ExternalService
-from .owners import owner_gone, owner_id
-from .shutdown import Shutdown
-from .state import StateCodec
-from .status import percent
-from .settings import INPUT_SOURCE
-from .store import Store, apply_schema, connect, workload_held
-from .strategy import Context, Submitted, run_worker
+from ..runtime import correlation, effects, faults
+from .. import job
+from ..runtime.errors import BadRecord, CorruptStateError, JobError, StateVersionError, TransientError
+from ..runtime.external import ExternalService
+from ..runtime.owners import owner_gone, owner_id
+from ..runtime.shutdown import Shutdown
+from ..runtime.state import StateCodec
+from ..settings import INPUT_SOURCE
+from ..runtime.store import Store, apply_schema, connect, workload_held
+from ..runtime.strategy import Context, Submitted, percent, run_worker
 
 NAME = "state-machine"
 #: Orders are claimed one at a time (compare-and-set on their holder), so several
@@ -63,7 +63,7 @@ WINDOWS = {
 #: What `reset` drops in the state store (strategy.py): every table schema.sql creates.
 STORE_TABLES = ("orders", "transitions", "step_log", "schema_version")
 
-SCHEMA_FILE = Path(__file__).with_name("schema.sql")
+SCHEMA_FILE = Path(__file__).parent.with_name("schema.sql")  # src/<package>/schema.sql
 SCHEMA_VERSION = 2
 #: MIGRATIONS[v] turns schema version v - 1 into v.
 MIGRATIONS: dict[int, str] = {
@@ -569,7 +569,7 @@ def stored_final_states(ctx: Context) -> None:
 # input_source=rabbitmq: `run` consumes a queue whose messages feed submit (amqp_input.py);
 # its critical windows join this strategy's, and the drill publishes its input there.
 if INPUT_SOURCE == "rabbitmq":
-    from . import amqp_input
+    from ..runtime import amqp_input
 
     WINDOWS = {**WINDOWS, **amqp_input.WINDOWS}
     drill_submit, drill_report = amqp_input.drill_submit, amqp_input.drill_report

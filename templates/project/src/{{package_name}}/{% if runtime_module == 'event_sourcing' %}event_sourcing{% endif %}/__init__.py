@@ -60,19 +60,19 @@ from uuid import UUID, uuid4
 from eventsourcing.application import AggregateNotFoundError, project_aggregate
 from eventsourcing.persistence import RecordConflictError
 
-from . import correlation, effects, job
-from . import settings as settings_module
-from .errors import BadRecord, JobError
-from .es_store import (COUNT_TASKS, IDEMPOTENT, INSERT_INPUT, INSERT_TASK, SELECT_TASKS, STORE_TABLES,
+from ..runtime import correlation, effects
+from .. import job
+from .. import settings as settings_module
+from ..runtime.errors import BadRecord, JobError
+from .event_store import (COUNT_TASKS, IDEMPOTENT, INSERT_INPUT, INSERT_TASK, SELECT_TASKS, STORE_TABLES,
                        DurableSQLiteFactory, Events, Payment, Task, open_events, open_store, outages_unavailable,
                        store_outages, stream_id)
-from .es_subscriber import (ADVANCE, DELETE_RESULTS, EFFECTS, RELEASE_LEASE, RESET_POSITION, RESULTS,
+from .subscriber import (ADVANCE, DELETE_RESULTS, EFFECTS, RELEASE_LEASE, RESET_POSITION, RESULTS,
                             RESULTS_BY_TASK, SELECT_SUBSCRIBER, ProjectionMoved, effect_key, project)
-from .es_worker import APPEND_WINDOW, IdempotencyConflict, Worker, charge, load_task, payment_key, run_job
-from .shutdown import Shutdown
-from .status import percent
-from .store import workload_held
-from .strategy import Context, Submitted
+from .worker import APPEND_WINDOW, IdempotencyConflict, Worker, charge, load_task, payment_key, run_job
+from ..runtime.shutdown import Shutdown
+from ..runtime.store import workload_held
+from ..runtime.strategy import Context, Submitted, percent
 
 # Re-exported: tests and benchmarks reach the whole strategy through this module.
 __all__ = ["ADVANCE", "EFFECTS", "IDEMPOTENT", "MULTI_WORKER", "NAME", "RELEASE_LEASE", "RESULTS",
@@ -385,7 +385,7 @@ def _cmd_charge(args: argparse.Namespace, ctx: Context) -> int:
                 if result.get("replayed") else
                 f"recorded: payment {args.record_id!r} on account {args.account!r} (key {key!r}), result above")
     sent = ("the external charge was already sent (once)" if _charge_sent(ctx, key) else
-            f"NOT sent yet: the external charge goes out at the next `python -m {__package__} run`")
+            f"NOT sent yet: the external charge goes out at the next `python -m {settings_module.PACKAGE} run`")
     print(f"{recorded}; {sent}.", file=sys.stderr)
     return 0
 

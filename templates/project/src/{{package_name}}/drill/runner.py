@@ -47,16 +47,17 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from . import effects, faults, job
-from . import settings as settings_module
+from ..runtime import effects, faults
+from .. import job
+from .. import settings as settings_module
 from . import verdict
 from .durability import PROBE_ENV, Probe, collect
-from .errors import JobError
-from .external import EXTERNAL_DB, ExternalService, a_redone_call, applied_effects, verify
-from .job import demo_records
-from .owners import HOST_ID_ENV
-from .store import STATE_DB, is_postgresql
-from .strategy import Context
+from ..runtime.errors import JobError
+from ..runtime.external import EXTERNAL_DB, ExternalService, a_redone_call, applied_effects, verify
+from ..job import demo_records
+from ..runtime.owners import HOST_ID_ENV
+from ..runtime.store import STATE_DB, is_postgresql
+from ..runtime.strategy import Context
 
 POLL_S = 0.002          # how often the drill samples progress (recovery time resolution)
 PROGRESS_EVERY_S = 0.2  # --events progress lines
@@ -112,7 +113,7 @@ def aim_plan(strategy: Any, aim: str | None, kills: int, sigterm: bool = False) 
 
 
 def add_arguments(p: argparse.ArgumentParser, strategy: Any = None) -> None:
-    from .cli import fraction, non_negative_float, positive_int
+    from ..cli import fraction, non_negative_float, positive_int
 
     p.add_argument("--records", type=positive_int, default=2000, help="demo records (default 2000)")
     p.add_argument("--kills", type=int, default=10, help="how many times to kill the worker (default 10)")
@@ -398,7 +399,7 @@ class Drill:
     # ---- the oracle and the verdict
     def _start_oracle(self, data_dir: Path, name: str, shuffle_seed: int | None,
                       clock_shift_s: float) -> subprocess.Popen[bytes]:
-        cmd = [sys.executable, "-m", f"{settings_module.PACKAGE}.oracle", "--input", str(data_dir / INPUT_FILE),
+        cmd = [sys.executable, "-m", f"{settings_module.PACKAGE}.drill.oracle", "--input", str(data_dir / INPUT_FILE),
                "--output", str(data_dir / f"drill-oracle-{name}.json")]
         if shuffle_seed is not None:
             cmd += ["--shuffle-seed", str(shuffle_seed)]
@@ -487,7 +488,7 @@ class Drill:
     def _env(self) -> dict[str, str]:
         env = dict(os.environ)
         env.pop(faults.AIM_ENV, None)  # armed only where the drill says so (_spawn)
-        src = str(Path(__file__).resolve().parent.parent)  # importable even when not installed
+        src = str(Path(__file__).resolve().parents[2])  # src/: importable even when not installed
         env["PYTHONPATH"] = src + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
         return env
 

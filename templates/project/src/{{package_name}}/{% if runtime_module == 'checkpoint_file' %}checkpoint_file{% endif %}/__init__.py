@@ -35,15 +35,15 @@ import uuid
 from pathlib import Path
 from typing import Any
 
-from . import correlation, effects, faults, job
-from .errors import CorruptStateError, JobError, TransientError
-from .safe_read import MAX_STATE_BYTES, read_bytes, read_json
-from .settings import Settings
-from .shutdown import Shutdown
-from .state import StateCodec
-from .status import percent
-from .store import check_data_dir, workload_held
-from .strategy import Context, Submitted
+from ..runtime import correlation, effects, faults
+from .. import job
+from ..runtime.errors import CorruptStateError, JobError, TransientError
+from ..runtime.safe_read import MAX_STATE_BYTES, read_bytes, read_json
+from ..settings import Settings
+from ..runtime.shutdown import Shutdown
+from ..runtime.state import StateCodec
+from ..runtime.store import check_data_dir, workload_held
+from ..runtime.strategy import Context, Submitted, percent
 
 NAME = "checkpoint"
 MULTI_WORKER = False

@@ -22,10 +22,10 @@ import sys
 from pathlib import Path
 from typing import IO, Any
 
-from .errors import JobError, StoreError
-from .external import EXTERNAL_DB
-from .store import STATE_DB, check_data_dir, connect, is_postgresql
-from .strategy import Context
+from ..runtime.errors import JobError, StoreError
+from ..runtime.external import EXTERNAL_DB
+from ..runtime.store import STATE_DB, check_data_dir, connect, is_postgresql
+from ..runtime.strategy import Context
 
 #: A DROP waits this long for a table in use (a running worker's transaction), then gives up.
 LOCK_TIMEOUT = "5s"

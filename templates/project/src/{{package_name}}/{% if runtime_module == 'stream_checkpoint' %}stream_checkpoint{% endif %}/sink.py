@@ -30,11 +30,11 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from . import job
-from .errors import BadRecord, JobError
-from .external import ExternalService
-from . import effects, faults
-from .store import Store
+from .. import job
+from ..runtime.errors import BadRecord, JobError
+from ..runtime.external import ExternalService
+from ..runtime import effects, faults
+from ..runtime.store import Store
 
 SELECT_BATCH = "SELECT batch_id FROM stream_batches WHERE batch_id = ?"
 INSERT_BATCH = "INSERT INTO stream_batches (batch_id, records, committed_at) VALUES (?, ?, ?)"

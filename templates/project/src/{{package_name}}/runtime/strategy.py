@@ -84,9 +84,9 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-from . import settings as settings_module
+from .. import settings as settings_module
 from .external import ExternalService
-from .settings import Settings
+from ..settings import Settings
 
 
 @dataclass(frozen=True)
@@ -149,8 +149,13 @@ REQUIRED = ("NAME", "MULTI_WORKER", "STORE_TABLES", "submit", "run", "status", "
 def load(module_name: str | None = None) -> ModuleType:
     """Import the strategy module of this project and check it has the interface."""
     name = module_name or settings_module.RUNTIME_MODULE
-    module = importlib.import_module(f".{name}", __package__)
+    module = importlib.import_module(f"..{name}", __package__)  # beside runtime/: <package>.<name>
     missing = [attr for attr in REQUIRED if not hasattr(module, attr)]
     if missing:
         raise TypeError(f"strategy module {name} lacks {', '.join(missing)}")
     return module
+
+
+def percent(done: int, total: int) -> float:
+    """A status dict's ``percent``: done of total, 100 when there is nothing to do."""
+    return 100.0 * done / total if total else 100.0

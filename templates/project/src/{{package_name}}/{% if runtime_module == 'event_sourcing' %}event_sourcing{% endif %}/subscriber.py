@@ -17,14 +17,14 @@ import time
 from typing import Any
 from uuid import UUID
 
-from . import effects, faults
-from .errors import StoreError, TransientError
-from .es_store import Events, Task
-from .external import ExternalService
-from .owners import owner_gone
-from .settings import Settings
-from .shutdown import Shutdown
-from .store import Store
+from ..runtime import effects, faults
+from ..runtime.errors import StoreError, TransientError
+from .event_store import Events, Task
+from ..runtime.external import ExternalService
+from ..runtime.owners import owner_gone
+from ..settings import Settings
+from ..runtime.shutdown import Shutdown
+from ..runtime.store import Store
 
 EFFECTS, RESULTS = "effects", "results"
 

@@ -40,7 +40,7 @@ from pathlib import Path
 from typing import Any
 
 from .errors import JobError, StoreError, TransientError
-from .settings import EFFECT_KIND
+from ..settings import EFFECT_KIND
 
 EXTERNAL_DB = "external.db"
 

@@ -14,10 +14,10 @@ import time
 from pathlib import Path
 from typing import Any
 
-from .effects import KIND, Ledger, doubt_rows, has_ledger, summary
-from .errors import JobError
-from .settings import Settings
-from .store import check_data_dir
+from ..runtime.effects import KIND, Ledger, doubt_rows, has_ledger, summary
+from ..runtime.errors import JobError
+from ..settings import Settings
+from ..runtime.store import check_data_dir
 
 
 def resolve(data_dir: Path, settings: Settings, key: str, *, applied: bool) -> str:

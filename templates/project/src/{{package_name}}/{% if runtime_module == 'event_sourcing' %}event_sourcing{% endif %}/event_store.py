@@ -5,7 +5,7 @@ durable factory) or the PostgreSQL database ``DATABASE_URL`` names (the library'
 PostgreSQL persistence, psycopg 3).
 
 Aggregates' mutators compute from the event only: replaying a stream never
-calls out. The strategy module is ``event_sourcing.py``.
+calls out. The strategy's interface is ``event_sourcing/__init__.py``.
 """
 
 from __future__ import annotations
@@ -25,11 +25,12 @@ from eventsourcing.domain import Aggregate, event
 from eventsourcing.sqlite import SQLiteApplicationRecorder, SQLiteConnection, SQLiteConnectionPool, SQLiteFactory
 from eventsourcing.utils import Environment
 
-from . import correlation, job
-from . import settings as settings_module
-from .errors import JobError, StoreError, StoreUnavailable, redact
-from .store import STATE_DB, Store, apply_schema, check_data_dir, connect, postgresql_unavailable
-from .strategy import Context
+from ..runtime import correlation
+from .. import job
+from .. import settings as settings_module
+from ..runtime.errors import JobError, StoreError, StoreUnavailable, redact
+from ..runtime.store import STATE_DB, Store, apply_schema, check_data_dir, connect, postgresql_unavailable
+from ..runtime.strategy import Context
 
 #: The eventsourcing release this module is written against. The snapshot-in-the-same-
 #: transaction hook below overrides the library's ``_insert_events`` (not a public
@@ -40,7 +41,7 @@ EVENTSOURCING_VERSION = "9.5.6"
 #: event-sourcing-idempotent: commands carry idempotency keys (a ledger of payments).
 IDEMPOTENT = settings_module.STRATEGY == "event-sourcing-idempotent"
 
-SCHEMA_FILE = Path(__file__).with_name("schema.sql")
+SCHEMA_FILE = Path(__file__).parent.with_name("schema.sql")  # src/<package>/schema.sql
 SCHEMA_VERSION = 2
 #: MIGRATIONS[v] turns schema version v - 1 into v.
 MIGRATIONS: dict[int, str] = {
@@ -182,7 +183,7 @@ def _single_try(recorder: type) -> type:
         original = getattr(method, "__wrapped__", None)
         if original is None:
             raise RuntimeError(f"eventsourcing {recorder.__name__}.{name} is no longer wrapped by its retry: "
-                               f"es_store.py is written against eventsourcing=={EVENTSOURCING_VERSION}")
+                               f"event_sourcing/event_store.py is written against eventsourcing=={EVENTSOURCING_VERSION}")
         plain[name] = original
     return type(recorder.__name__, (recorder,), plain)
 

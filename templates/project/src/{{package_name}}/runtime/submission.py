@@ -31,10 +31,11 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from . import correlation, job
+from . import correlation
+from .. import job
 from .errors import BadInput
 from .safe_read import read_numbered_records, record_id_of
-from .settings import Settings
+from ..settings import Settings
 from .strategy import Context, Submitted, load
 
 __all__ = ["check_records", "submit_file", "submit_records"]

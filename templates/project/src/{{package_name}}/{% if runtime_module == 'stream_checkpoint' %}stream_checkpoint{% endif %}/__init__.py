@@ -29,13 +29,13 @@ import time
 from pathlib import Path
 from typing import Any
 
-from . import correlation, effects, job
-from .errors import JobError
-from .settings import Settings
-from .shutdown import Shutdown
-from .status import percent
-from .store import Store, apply_schema, connect, workload_held
-from .strategy import Context, Submitted
+from ..runtime import correlation, effects
+from .. import job
+from ..runtime.errors import JobError
+from ..settings import Settings
+from ..runtime.shutdown import Shutdown
+from ..runtime.store import Store, apply_schema, connect, workload_held
+from ..runtime.strategy import Context, Submitted, percent
 
 NAME = "stream-checkpoint"
 #: One driver per checkpoint location (Spark refuses two active queries on one).
@@ -57,7 +57,7 @@ STORE_TABLES = ("stream_files", "stream_batches", "stream_skipped", "stream_resu
 #: (a checkpoint_location elsewhere is not touched).
 STATE_FILES = ("landing", "spark-checkpoint", "spark-local", "spark-driver.log")
 
-SCHEMA_FILE = Path(__file__).with_name("schema.sql")
+SCHEMA_FILE = Path(__file__).parent.with_name("schema.sql")  # src/<package>/schema.sql
 SCHEMA_VERSION = 2
 #: MIGRATIONS[v] turns schema version v - 1 into v.
 MIGRATIONS: dict[int, str] = {
@@ -73,7 +73,7 @@ def open_store(ctx: Context, *, create: bool = False) -> Store:
 
 def write_landing_file(data_dir: Path, name: str, records: list[dict[str, Any]]) -> Path:
     """Atomically: a temp file (hidden from Spark by its leading '.') renamed into place."""
-    from .stream import landing_dir
+    from .spark import landing_dir
 
     where = landing_dir(data_dir)
     where.mkdir(parents=True, exist_ok=True)
@@ -149,8 +149,8 @@ def _submit_correlated(ctx: Context, records: list[dict[str, Any]], work_ms: flo
 
 
 def run(ctx: Context, shutdown: Shutdown, *, limit: int | None = None, follow: bool = False) -> int:
-    from .stream import run_stream
-    from .stream_sink import IdempotentSink
+    from .spark import run_stream
+    from .sink import IdempotentSink
 
     store = open_store(ctx)  # refuses a data dir nobody submitted to
     try:

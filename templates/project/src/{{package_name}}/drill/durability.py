@@ -33,9 +33,9 @@ import time
 from pathlib import Path
 from typing import Any
 
-from .errors import CorruptStateError
-from .safe_read import read_json
-from .settings import ENV_PREFIX
+from ..runtime.errors import CorruptStateError
+from ..runtime.safe_read import read_json
+from ..settings import ENV_PREFIX
 
 #: Set by the drill for its workers: the directory the probe reports into.
 PROBE_ENV = ENV_PREFIX + "DRILL_PROBE"
@@ -228,7 +228,7 @@ def install_if_drilled() -> None:
     where = os.environ.get(PROBE_ENV)
     if not where or active is not None:
         return
-    from .store import STATE_DB
+    from ..runtime.store import STATE_DB
 
     report_dir = Path(where)
     report_dir.mkdir(parents=True, exist_ok=True)
