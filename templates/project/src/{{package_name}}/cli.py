@@ -22,7 +22,7 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from .drill import runner as drill_module
+from .drill import command as drill_module
 from .runtime import outage
 from .ops import reset as reset_module
 from .runtime import effects
@@ -30,6 +30,7 @@ from .ops import reconcile
 from . import settings as settings_module
 from .ops import status as status_module
 from .runtime import submission
+from .runtime.arguments import fraction, non_negative_float, positive_int
 from .runtime.errors import EXIT_OK, EXIT_USAGE, JobError
 from .job import demo_records
 from .runtime.safe_read import INPUT_FORMATS
@@ -37,34 +38,6 @@ from .settings import Settings
 from .runtime.shutdown import Shutdown
 from .runtime.store import describe
 from .runtime.strategy import Context, load
-
-
-def positive_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"{text} must be at least 1")
-    return value
-
-
-def non_negative_float(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
-    if value < 0 or value != value:
-        raise argparse.ArgumentTypeError(f"{text} must be zero or more")
-    return value
-
-
-def fraction(text: str) -> float:
-    """A probability in [0, 1)."""
-    value = non_negative_float(text)
-    if value >= 1:
-        raise argparse.ArgumentTypeError(f"{text} must be below 1")
-    return value
 
 
 def build_parser(strategy: object) -> argparse.ArgumentParser:

@@ -33,26 +33,19 @@ import time
 from pathlib import Path
 from typing import Any
 
+from ..runtime import probe_hook
 from ..runtime.errors import CorruptStateError
 from ..runtime.safe_read import read_json
+from ..runtime.store import STATE_DB, sqlite_settings
 from ..settings import ENV_PREFIX
 
 #: Set by the drill for its workers: the directory the probe reports into.
 PROBE_ENV = ENV_PREFIX + "DRILL_PROBE"
 
-#: PRAGMA synchronous answers: 0 OFF, 1 NORMAL, 2 FULL, 3 EXTRA.
-SYNCHRONOUS_NAMES = {0: "OFF", 1: "NORMAL", 2: "FULL", 3: "EXTRA"}
 DURABLE_SYNCHRONOUS = ("FULL", "EXTRA")
 #: Sample a connection's pragmas at its first commit, then every this many commits.
 SAMPLE_EVERY = 64
 MAX_VIOLATIONS = 5  # per process: the first few say enough
-
-
-def sqlite_settings(conn: Any) -> dict[str, str]:
-    """What a SQLite connection commits with, read back from SQLite itself."""
-    level = conn.execute("PRAGMA synchronous").fetchone()[0]
-    mode = conn.execute("PRAGMA journal_mode").fetchone()[0]
-    return {"synchronous": SYNCHRONOUS_NAMES.get(int(level), str(level)), "journal_mode": str(mode).lower()}
 
 
 def problems(observed: dict[str, Any]) -> list[str]:
@@ -228,11 +221,9 @@ def install_if_drilled() -> None:
     where = os.environ.get(PROBE_ENV)
     if not where or active is not None:
         return
-    from ..runtime.store import STATE_DB
-
     report_dir = Path(where)
     report_dir.mkdir(parents=True, exist_ok=True)
-    active = Probe(report_dir, STATE_DB).install()
+    active = probe_hook.observer = Probe(report_dir, STATE_DB).install()
 
 
 def collect(report_dir: Path) -> dict[str, Any]:

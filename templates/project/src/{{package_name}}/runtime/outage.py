@@ -28,7 +28,7 @@ import sys
 import time
 from collections.abc import Callable
 
-from . import store
+from . import probe_hook, store
 from .errors import EXIT_OK, EXIT_STORE_UNAVAILABLE, JobError, StoreUnavailable
 from ..settings import ENV_PREFIX
 from .shutdown import Shutdown
@@ -85,11 +85,9 @@ def _wait(seconds: float, shutdown: Shutdown, clock: Callable[[], float],
 
 def _tell_probe() -> None:
     """In a drilled worker: an outage restarts the work in flight, as a kill does; the drill
-    allows its re-sent calls the same way (durability.py)."""
-    from ..drill import durability
-
-    if durability.active is not None:
-        durability.active.saw_outage()
+    allows its re-sent calls the same way (probe_hook.py)."""
+    if probe_hook.observer is not None:
+        probe_hook.observer.saw_outage()
 
 
 def _back(outage: Outage, log: Callable[[str], None], clock: Callable[[], float]) -> Callable[[], None]:

@@ -34,6 +34,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+from . import probe_hook
 from .errors import StoreError, StoreUnavailable, redact
 from ..settings import PACKAGE, Settings
 
@@ -219,8 +220,6 @@ class Store:
     def durability(self) -> dict[str, str]:
         """What this connection really commits with, read back (not what we asked for)."""
         if self.dialect == "sqlite":
-            from ..drill.durability import sqlite_settings
-
             return sqlite_settings(self.conn)
         # The server's settings, as this session sees them (SHOW answers one row, one column).
         return {name: str((self.one(f"SHOW {name}") or {}).get(name)) for name in ("fsync", "synchronous_commit")}
@@ -281,11 +280,20 @@ def connect(data_dir: Path, settings: Settings, *, create: bool = False) -> Stor
 
 def _tell_probe(store: Store) -> None:
     """In a drilled worker, report the server's settings: a PostgreSQL connection
-    cannot be observed from the client side the way SQLite's can (durability.py)."""
-    from ..drill import durability
+    cannot be observed from the client side the way SQLite's can (probe_hook.py)."""
+    if probe_hook.observer is not None:
+        probe_hook.observer.saw_postgresql(store.durability())
 
-    if durability.active is not None:
-        durability.active.saw_postgresql(store.durability())
+
+#: PRAGMA synchronous answers: 0 OFF, 1 NORMAL, 2 FULL, 3 EXTRA.
+SYNCHRONOUS_NAMES = {0: "OFF", 1: "NORMAL", 2: "FULL", 3: "EXTRA"}
+
+
+def sqlite_settings(conn: Any) -> dict[str, str]:
+    """What a SQLite connection commits with, read back from SQLite itself."""
+    level = conn.execute("PRAGMA synchronous").fetchone()[0]
+    mode = conn.execute("PRAGMA journal_mode").fetchone()[0]
+    return {"synchronous": SYNCHRONOUS_NAMES.get(int(level), str(level)), "journal_mode": str(mode).lower()}
 
 
 def apply_schema(store: Store, schema_sql: str, version: int, migrations: Mapping[int, str]) -> int:
