@@ -19,6 +19,10 @@ The results (the job's running state, ``job.fold``'s: here a sum and a count) an
 the offset are one file write: they can never disagree. External calls are recorded as prepared (the batch range is
 written into the checkpoint before the calls) and done (the next write). One
 worker per data directory (an exclusive ``flock`` on ``worker.lock``).
+
+This module is the interface ``strategy.load()`` imports (submit, run, status, what the
+run stored); ``files.py`` holds the files: their names, their versioned JSON, the atomic
+writes and the two generations.
 """
 
 from __future__ import annotations
@@ -26,24 +30,21 @@ from __future__ import annotations
 import errno
 import fcntl
 import functools
-import hashlib
-import json
-import os
-import sys
 import time
 import uuid
 from pathlib import Path
 from typing import Any
 
-from ..runtime import correlation, effects, faults
 from .. import job
+from ..runtime import correlation, effects, faults
 from ..runtime.errors import CorruptStateError, JobError, TransientError
-from ..runtime.safe_read import MAX_STATE_BYTES, read_bytes, read_json
-from ..settings import Settings
+from ..runtime.safe_read import MAX_STATE_BYTES, read_bytes
 from ..runtime.shutdown import Shutdown
-from ..runtime.state import StateCodec
 from ..runtime.store import check_data_dir, workload_held
 from ..runtime.strategy import Context, Submitted, percent
+from ..settings import Settings
+from .files import (CHECKPOINT_FILE, INPUT, INPUT_FILE, PREVIOUS_FILE, initial_progress, load_checkpoint, log,
+                    save_checkpoint, write_atomic)
 
 NAME = "checkpoint"
 MULTI_WORKER = False
@@ -64,9 +65,6 @@ WINDOWS = {
 #: The state lives in files, not a database: the drill checks their fsyncs instead of pragmas.
 STATE_STORE = "files"
 
-INPUT_FILE = "input.json"
-CHECKPOINT_FILE = "checkpoint.json"
-PREVIOUS_FILE = "checkpoint.json.1"
 LOCK_FILE = "worker.lock"
 #: Held while a submission reads, extends and replaces input.json (not the worker's lock:
 #: submitting while a worker runs is fine, the next run picks the new records up).
@@ -74,120 +72,6 @@ SUBMIT_LOCK_FILE = "submit.lock"
 #: No state store tables: `reset` removes these files from the data directory instead (strategy.py).
 STORE_TABLES: tuple[str, ...] = ()
 STATE_FILES = (INPUT_FILE, CHECKPOINT_FILE, PREVIOUS_FILE, CHECKPOINT_FILE + ".tmp", LOCK_FILE, SUBMIT_LOCK_FILE)
-
-
-def _input_v1_to_v2(data: dict[str, Any]) -> dict[str, Any]:
-    # v2 remembers the submissions taken, by correlation id: [first record, count].
-    return {**data, "submissions": {}}
-
-
-#: The job's input, stored in the data directory so recovery never needs the source again
-#: (version 2; version 1 is upgraded).
-INPUT = StateCodec("file-input", 2, {1: _input_v1_to_v2})
-
-
-def _progress_v1_to_v2(data: dict[str, Any]) -> dict[str, Any]:
-    # v1 had offset and sum; v2 adds the count, the prepared range and timing.
-    return {"offset": data["offset"], "sum": data["sum"], "count": data["offset"], "prepared": None,
-            "instance_id": None, "written_at": None, "claimed_at": None, "claimed_offset": 0}
-
-
-def _progress_v2_to_v3(data: dict[str, Any]) -> dict[str, Any]:
-    # v3 keeps the job's running state (job.fold's) under its own key, apart from our bookkeeping.
-    rest = {k: v for k, v in data.items() if k not in ("sum", "count")}
-    return {**rest, "job_state": {"sum": data["sum"], "count": data["count"]}}
-
-
-#: The checkpoint body (version 3; versions 1 and 2 are upgraded, newer is refused).
-PROGRESS = StateCodec("file-checkpoint", 3, {1: _progress_v1_to_v2, 2: _progress_v2_to_v3})
-
-
-def log(message: str) -> None:
-    print(f"[{os.getpid()}] {message}", file=sys.stderr, flush=True)
-
-
-# ---------------------------------------------------------------- atomic files
-def _fsync_dir(directory: Path) -> None:
-    fd = os.open(directory, os.O_RDONLY)
-    try:
-        os.fsync(fd)  # makes the rename itself durable
-    finally:
-        os.close(fd)
-
-
-def write_atomic(path: Path, text: str) -> None:
-    """Temp file + fsync + os.replace + directory fsync."""
-    tmp = path.with_name(path.name + ".tmp")
-    with open(tmp, "w", encoding="utf-8") as f:
-        f.write(text)
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(tmp, path)
-    _fsync_dir(path.parent)
-
-
-def checksum(body: str) -> str:
-    return hashlib.sha256(body.encode("utf-8")).hexdigest()
-
-
-def save_checkpoint(data_dir: Path, state: dict[str, Any]) -> None:
-    """Write a new generation; the current one becomes the previous one."""
-    body = PROGRESS.dumps(state)
-    doc = json.dumps({"sha256": checksum(body), "body": body})
-    tmp = data_dir / (CHECKPOINT_FILE + ".tmp")
-    with open(tmp, "w", encoding="utf-8") as f:
-        f.write(doc)
-        f.flush()
-        os.fsync(f.fileno())
-    current = data_dir / CHECKPOINT_FILE
-    if current.exists():
-        # A crash between these two renames leaves only the previous generation:
-        # load_checkpoint() falls back to it, which is exactly what it is for.
-        os.replace(current, data_dir / PREVIOUS_FILE)
-        faults.window("between_renames")
-    os.replace(tmp, current)
-    _fsync_dir(data_dir)
-
-
-def read_generation(path: Path) -> dict[str, Any]:
-    """One checkpoint file, checksum verified. Raises CorruptStateError."""
-    try:
-        doc = read_json(path, "checkpoint file")  # bounded size and depth (safe_read.py)
-        body, digest = doc["body"], doc["sha256"]
-    except (KeyError, TypeError) as exc:
-        raise CorruptStateError(f"{path.name}: unreadable ({exc.__class__.__name__}: {exc})") from None
-    if not isinstance(body, str) or checksum(body) != digest:
-        raise CorruptStateError(f"{path.name}: checksum mismatch")
-    return PROGRESS.loads(body)
-
-
-def load_checkpoint(data_dir: Path) -> tuple[dict[str, Any] | None, str | None]:
-    """The newest readable generation and its file name; (None, None) before the first one."""
-    problems = []
-    for name in (CHECKPOINT_FILE, PREVIOUS_FILE):
-        path = data_dir / name
-        if not path.exists():
-            if name == CHECKPOINT_FILE and (data_dir / PREVIOUS_FILE).exists():
-                problems.append(f"{name}: missing")
-            continue
-        try:
-            state = read_generation(path)
-        except CorruptStateError as exc:
-            problems.append(str(exc))
-            continue
-        for problem in problems:
-            log(f"checkpoint {problem}; falling back to {name}")
-        return state, name
-    if problems:
-        raise CorruptStateError("no readable checkpoint generation in "
-                                f"{data_dir} ({'; '.join(problems)}); restore one from a replica "
-                                "or delete both files to start over")
-    return None, None
-
-
-def _initial() -> dict[str, Any]:
-    return {"offset": 0, "job_state": dict(job.INITIAL_STATE), "prepared": None, "instance_id": None,
-            "written_at": None, "claimed_at": None, "claimed_offset": 0}
 
 
 # ---------------------------------------------------------------------- submit
@@ -263,7 +147,7 @@ def _work(ctx: Context, shutdown: Shutdown, limit: int | None, payload: dict[str
     records, work_ms = payload["records"], float(payload.get("work_ms", 0.0))
     settings = ctx.settings
     state, source = load_checkpoint(ctx.data_dir)
-    state = state or _initial()
+    state = state or initial_progress()
     offset = state["offset"]
     # Calls that may already have happened: the prepared range of a killed run,
     # or, after falling back a generation, the batch after the older offset.
@@ -318,7 +202,7 @@ def _effect(calls: effects.Effects, record: dict[str, Any], *, recovering: bool)
 def status(ctx: Context) -> dict[str, Any]:
     total = len(_load_input(ctx.data_dir)["records"])
     state, _ = load_checkpoint(ctx.data_dir)
-    state = state or _initial()
+    state = state or initial_progress()
     done = state["offset"]
     written, claimed = state["written_at"], state["claimed_at"]
     moved = done - (state["claimed_offset"] or 0)

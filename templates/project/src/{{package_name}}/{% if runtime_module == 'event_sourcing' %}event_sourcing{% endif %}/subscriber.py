@@ -19,12 +19,13 @@ from uuid import UUID
 
 from ..runtime import effects, faults
 from ..runtime.errors import StoreError, TransientError
-from .event_store import Events, Task
 from ..runtime.external import ExternalService
 from ..runtime.owners import owner_gone
-from ..settings import Settings
 from ..runtime.shutdown import Shutdown
 from ..runtime.store import Store
+from ..settings import Settings
+from .domain import Task
+from .event_store import Events
 
 EFFECTS, RESULTS = "effects", "results"
 
@@ -65,7 +66,7 @@ def effect_key(task_id: str, event: Any, step: str) -> str:
 
 
 class EffectsSubscriber:
-    """The effects subscriber and the projection, as run by a worker (``es_worker.Worker``)."""
+    """The effects subscriber and the projection, as run by a worker (``worker.Worker``)."""
 
     store: Store
     app: Events

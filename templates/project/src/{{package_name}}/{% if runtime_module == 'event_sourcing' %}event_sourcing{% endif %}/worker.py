@@ -18,17 +18,17 @@ from uuid import UUID
 from eventsourcing.application import AggregateNotFoundError
 from eventsourcing.persistence import RecordConflictError
 
-from ..runtime import faults
 from .. import job
+from ..runtime import faults
 from ..runtime.errors import BadRecord, JobError
-from .event_store import (ACK_COMMANDS, IDEMPOTENT, MARK_TASK, SELECT_INPUTS, SELECT_OPEN_TASKS, Events, Payment, Task,
-                       stream_id)
-from .subscriber import EFFECTS, RELEASE_LEASE, RESULTS, EffectsSubscriber
 from ..runtime.external import ExternalService
 from ..runtime.owners import owner_id
 from ..runtime.shutdown import Shutdown
 from ..runtime.store import Store, note_commit
 from ..runtime.strategy import Context
+from .domain import Payment, Task, stream_id
+from .event_store import ACK_COMMANDS, IDEMPOTENT, MARK_TASK, SELECT_INPUTS, SELECT_OPEN_TASKS, Events
+from .subscriber import EFFECTS, RELEASE_LEASE, RESULTS, EffectsSubscriber
 
 
 #: The window right after a batch of events is appended (drill --aim): before the effects

@@ -6,7 +6,7 @@ The recovery point (the three questions):
   holds the source offsets (which landing files each micro-batch reads, logged
   *before* the batch runs) and the commit log (which batches finished). The
   state store holds the sink's results and the ids of the batches it committed,
-  written in one transaction (stream_sink.py).
+  written in one transaction (sink.py).
 * **How often** — once per micro-batch (one landing file of ``batch_size``
   records here; ``maxFilesPerTrigger``).
 * **No duplicates, no omissions** — a batch is replayed after a kill until
@@ -14,7 +14,7 @@ The recovery point (the three questions):
   the external calls of a half-done batch carry idempotency keys derived from the
   record, so the service applies each once.
 
-The job is in stream.py, the sink in stream_sink.py; this module is the
+The job is in spark.py, the sink in sink.py; this module is the
 interface every strategy gives the CLI, ``status`` and the drill (strategy.py).
 """
 
@@ -45,7 +45,7 @@ MULTI_WORKER = False
 #: most one batch, i.e. one landing file of batch_size records; none for the other
 #: kinds (looked up, or in doubt: effects.py).
 REDONE_CALLS_PER_KILL = effects.promise(Settings.from_env().batch_size * len(job.STEPS))
-#: Where ``drill --aim`` kills (fault-injection points in stream_sink.py: faults.window).
+#: Where ``drill --aim`` kills (fault-injection points in sink.py: faults.window).
 WINDOWS = {
     "after_effects": "the batch's external calls were made; the sink has not committed",
     "after_sink_commit": "the sink committed results + batch id; Spark has not written its commit log",

@@ -80,7 +80,7 @@ class IdempotentSink:
         # connections are opened there, per batch (SQLite connections stay in their thread).
         self.open_store, self.open_external, self.work_ms = open_store, open_external, work_ms
         self.make_effects = make_effects
-        #: Held while a batch is written: a shutdown waits for it (stream.py).
+        #: Held while a batch is written: a shutdown waits for it (spark.py).
         self.busy = threading.Lock()
         self.error: JobError | None = None
         self.batches = self.skipped = self.records = 0

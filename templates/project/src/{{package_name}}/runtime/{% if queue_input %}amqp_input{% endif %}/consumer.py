@@ -1,57 +1,24 @@
-"""The queue input: ``run`` consumes a RabbitMQ queue; a message is acked only after its work is done.
+"""The queue input's consumer: submit the messages in hand in one transaction, let the strategy
+work, ack a message only once its work is finished in the state store.
 
-A message carries records (a JSON list, or ``{"records": [...], "work_ms": 0}``) and
-a ``correlation_id`` property (its id, the same on every redelivery). The messages
-in hand (up to the prefetch) are submitted together, in one transaction on the
-consumer's own store connection (``strategy.submit_many``; one
-``strategy.submit(ctx, records, correlation_id=...)`` each if the strategy refuses
-one of them): for each message the work is added to the state store, or, when its
-id was submitted before (a redelivery after a crash or a broker restart), the
-existing work is found and nothing is added, in that same transaction. Then the
-strategy's own ``run`` does the work, with every guarantee it has without a queue,
-and only when every task of a message is finished (done, or failed for good) in the
-state store is the message acked (one frame for a run of finished messages). So a kill at any moment leaves each unacked message either not submitted
-(it is submitted when it comes back) or submitted (its redelivery finds the work,
-done or not): nothing lost, nothing added twice.
-
-* **Prefetch** (``basic_qos``, ``amqp_prefetch``): at most that many unacked
-  messages per consumer; it bounds memory and what one crash hands back.
-* **Broker restart**: a lost connection is retried with bounded backoff (up to
-  ``amqp_reconnect_max_s`` of outage, then an error); the unacked messages come
-  back to a consumer and are deduped as above.
-* **Bad messages** (no usable correlation id, not JSON, records that ``submit --file``
-  would refuse) are rejected without requeue and dead-lettered to ``<queue>.rejected`` with the reason logged.
-* ``run`` exits 0 once the queue is drained and the work is done; ``run --follow``
-  keeps consuming. SIGTERM: the work in hand is finished and committed, what is
-  finished is acked, the rest goes back to the queue; exit 0.
+See the package's docstring (``amqp_input/__init__.py``) for the guarantees.
 """
 
 from __future__ import annotations
 
-import json
 import sys
 import time
 import uuid
-from pathlib import Path
 from typing import Any
 
-import pika
 from pika import exceptions as amqp_errors
 
-from . import correlation, faults, submission
-from .errors import JobError, StoreError, redact
-from .owners import owner_id
-from .shutdown import Shutdown
-from .strategy import Context
-
-#: The consumer's critical windows (added to the strategy's WINDOWS; drill --aim).
-WINDOWS = {
-    "after_submit_before_work": "a message's records are committed as work and none of it is done, the message is "
-                                "not acked: the broker redelivers it and the redelivery must find that work (by "
-                                "its correlation id), not add it again",
-    "after_commit_before_ack": "a message's work is committed as finished, its ack is not sent: the redelivered "
-                               "message must be acked without its work being added or done again",
-}
+from .. import faults
+from ..errors import JobError, StoreError, redact
+from ..owners import owner_id
+from ..shutdown import Shutdown
+from ..strategy import Context
+from .broker import LOG_EVENT, LOG_TABLE, BadMessage, connect, declare, parse, queue_of, where, why
 
 #: Where each strategy records that a unit of work is finished (done, or failed for good).
 FINISHED = {
@@ -63,111 +30,11 @@ FINAL = ("done", "failed")
 
 #: Work passes for part of the messages in hand once that part holds at least this many records.
 STEPWISE_RECORDS = 20
-#: A message body larger than this is rejected (a record list is read into memory whole).
-MAX_BODY_BYTES = 16 * 1024 * 1024
 PREFETCH_RANGE = (1, 10_000)
 #: Reconnect backoff: first wait, longest wait (seconds).
 BACKOFF_S = (0.1, 2.0)
-#: The drill pins its own throwaway queue to its data directory (drill_submit).
-DRILL_QUEUE_FILE = "drill-queue.json"
-#: A drill's queue (and its dead-letter queue) is deleted by the broker this long after its last use.
-DRILL_QUEUE_EXPIRES_S = 1800
-#: How many messages the consumer has seen again, rejected, or found already submitted
-#: (the drill reports them). Rare events: one small insert each.
-LOG_TABLE = """
-CREATE TABLE IF NOT EXISTS queue_input_log (
-    correlation_id VARCHAR(255),
-    event          VARCHAR(16)      NOT NULL,
-    at             DOUBLE PRECISION NOT NULL
-)"""
-LOG_EVENT = "INSERT INTO queue_input_log (correlation_id, event, at) VALUES (?, ?, ?)"
-COUNT_EVENTS = "SELECT event, COUNT(*) AS n FROM queue_input_log GROUP BY event"
 
 
-class BadMessage(Exception):
-    """A message that can never be worked on: rejected (dead-lettered), never retried."""
-
-
-# ---------------------------------------------------------------- the broker
-def connect(ctx: Context) -> pika.BlockingConnection:
-    """A connection to the broker, or JobError/AMQPConnectionError (the URL's password is never shown)."""
-    if not ctx.settings.amqp_url.startswith(("amqp://", "amqps://")):
-        raise JobError(f"AMQP_URL {ctx.settings.amqp_url} is not an amqp:// or amqps:// URL")
-    try:
-        params = pika.URLParameters(ctx.settings.amqp_url)
-    except Exception as exc:  # pika raises ValueError and friends for a malformed URL
-        raise JobError(f"AMQP_URL {ctx.settings.amqp_url} is not a valid amqp:// URL: {exc}") from None
-    params.heartbeat = ctx.settings.amqp_heartbeat_s
-    params.connection_attempts = 1  # our own loop retries, with backoff and a limit
-    params.socket_timeout = 5
-    params.blocked_connection_timeout = max(60.0, ctx.settings.amqp_reconnect_max_s)
-    try:
-        return pika.BlockingConnection(params)
-    except (amqp_errors.ProbableAuthenticationError, amqp_errors.ProbableAccessDeniedError,
-            amqp_errors.AuthenticationError) as exc:
-        raise JobError(f"the broker at {where(ctx)} refused the credentials or the vhost: "
-                       f"{type(exc).__name__}") from None
-
-
-def where(ctx: Context) -> str:
-    return redact(ctx.settings.amqp_url)
-
-
-def _why(exc: BaseException) -> str:
-    """The exception's class and its text, if any (pika's connection errors often have none)."""
-    text = str(exc).strip()
-    return f"{type(exc).__name__}: {text}" if text and text != "()" else type(exc).__name__
-
-
-def queue_of(ctx: Context) -> tuple[str, int | None]:
-    """The queue to consume and its expiry (ms): the drill's own in a drill directory, else the setting."""
-    pinned = ctx.data_dir / DRILL_QUEUE_FILE
-    if pinned.is_file():
-        try:
-            data = json.loads(pinned.read_text(encoding="utf-8"))
-            return str(data["queue"]), int(data["expires_s"] * 1000)
-        except (OSError, ValueError, KeyError, TypeError) as exc:
-            raise JobError(f"{pinned} is unreadable ({exc}); delete it to consume "
-                           f"{ctx.settings.amqp_queue}") from None
-    return ctx.settings.amqp_queue, None
-
-
-def declare(channel: Any, queue: str, expires_ms: int | None) -> Any:
-    """The durable queue and its dead-letter queue ``<queue>.rejected`` (same arguments every time:
-    a queue declared before with other arguments is a clear error, see ``_session``)."""
-    extra = {"x-expires": expires_ms} if expires_ms else {}
-    channel.queue_declare(f"{queue}.rejected", durable=True, arguments=extra or None)
-    return channel.queue_declare(queue, durable=True, arguments={
-        "x-dead-letter-exchange": "", "x-dead-letter-routing-key": f"{queue}.rejected", **extra})
-
-
-def parse(body: bytes, correlation_id: str | None) -> tuple[list[dict[str, Any]], float]:
-    """The records and work_ms a message carries; BadMessage says why it cannot be worked on."""
-    if not correlation_id:
-        raise BadMessage("no correlation_id property (it is what makes a redelivery harmless)")
-    if len(body) > MAX_BODY_BYTES:
-        raise BadMessage(f"body larger than {MAX_BODY_BYTES} bytes")
-    try:
-        data = json.loads(body)
-    except (UnicodeDecodeError, ValueError) as exc:
-        raise BadMessage(f"body is not JSON: {exc}") from None
-    work_ms: Any = 0.0
-    if isinstance(data, dict):
-        data, work_ms = data.get("records"), data.get("work_ms", 0.0)
-    if not isinstance(data, list):
-        raise BadMessage('body must be a JSON list of records or {"records": [...]}')
-    if not isinstance(work_ms, (int, float)) or isinstance(work_ms, bool) or not 0 <= work_ms <= 60_000:
-        raise BadMessage("work_ms must be a number of milliseconds between 0 and 60000")
-    try:
-        correlation.check(correlation_id)
-        # The same checks as submit --file (record_id, the fields job.RECORD_FIELDS names).
-        records = submission.check_records(enumerate(data), where=lambda n: f"record {n}")
-    except JobError as exc:
-        raise BadMessage(str(exc)) from None
-    return records, float(work_ms)
-
-
-# ---------------------------------------------------------------- the consumer
 class Consumer:
     def __init__(self, ctx: Context, shutdown: Shutdown, *, follow: bool) -> None:
         low, high = PREFETCH_RANGE
@@ -217,7 +84,7 @@ class Consumer:
                     self.outage_since = now
                 if now - self.outage_since > self.ctx.settings.amqp_reconnect_max_s:
                     raise JobError(f"the broker at {where(self.ctx)} stayed unreachable for "
-                                   f"{self.ctx.settings.amqp_reconnect_max_s:g} s ({_why(exc)}); "
+                                   f"{self.ctx.settings.amqp_reconnect_max_s:g} s ({why(exc)}); "
                                    "its unacked messages stay queued") from None
                 self.log(f"broker connection lost or refused ({type(exc).__name__}); "
                          f"retrying in {self.backoff:.1f} s")
@@ -403,90 +270,3 @@ def run(ctx: Context, shutdown: Shutdown, *, follow: bool = False) -> int:
         consumer.close()
 
 
-# ---------------------------------------------------------------- the drill
-def records_per_message(ctx: Context) -> int:
-    """The drill's messages: for checkpoint a task's worth of records, at most a batch (a drill
-    needs many messages: each one passes the consumer's windows once); one record otherwise."""
-    if ctx.strategy is None or ctx.strategy.NAME != "checkpoint":
-        return 1
-    return max(1, min(ctx.settings.task_size, ctx.settings.batch_size))
-
-
-def drill_submit(ctx: Context, records: list[dict[str, Any]], *, work_ms: float = 0.0) -> list[str]:
-    """The drill's input: the demo records published as persistent messages (each with a
-    correlation id) to a queue of its own, pinned to the drill's data directory, confirmed
-    by the broker before the workers start."""
-    if ctx.strategy is None:
-        raise JobError("no strategy loaded")
-    ctx.strategy.open_store(ctx, create=True).close()
-    queue = f"{ctx.settings.amqp_queue}.drill-{uuid.uuid4().hex[:10]}"
-    per = records_per_message(ctx)
-    ids = []
-    connection = _connect_for_drill(ctx)
-    try:
-        channel = connection.channel()
-        declare(channel, queue, DRILL_QUEUE_EXPIRES_S * 1000)
-        # A transaction per chunk: tx_commit returns once the broker has the persistent messages
-        # (safely stored), without a round trip per message as publisher confirms would need.
-        channel.tx_select()
-        for n, first in enumerate(range(0, len(records), per)):
-            cid = f"drill-{n:06d}"
-            channel.basic_publish("", queue, json.dumps({"records": records[first:first + per], "work_ms": work_ms}),
-                                  pika.BasicProperties(delivery_mode=pika.DeliveryMode.Persistent,
-                                                       correlation_id=cid, content_type="application/json"))
-            ids.append(cid)
-            if len(ids) % 500 == 0:
-                channel.tx_commit()
-        channel.tx_commit()
-    except amqp_errors.AMQPError as exc:
-        raise JobError(f"the broker at {where(ctx)} failed while the drill published its input "
-                       f"({_why(exc)}); run the drill again") from None
-    finally:
-        if connection.is_open:
-            connection.close()
-    (ctx.data_dir / DRILL_QUEUE_FILE).write_text(json.dumps({
-        "queue": queue, "expires_s": DRILL_QUEUE_EXPIRES_S, "messages": len(ids), "records_per_message": per}),
-        encoding="utf-8")
-    return ids
-
-
-def _connect_for_drill(ctx: Context) -> pika.BlockingConnection:
-    try:
-        return connect(ctx)
-    except amqp_errors.AMQPConnectionError as exc:
-        raise JobError(f"the drill needs the broker at {where(ctx)} (set AMQP_URL): {_why(exc)}") from None
-
-
-def drill_report(ctx: Context) -> dict[str, Any]:
-    """The queue's figures for the drill report: messages seen again (redelivered), found already
-    submitted (deduped), rejected, and what is left in the queue (0 when every message was acked)."""
-    store = ctx.strategy.open_store(ctx) if ctx.strategy is not None else None
-    counts: dict[str, int] = {}
-    if store is not None:
-        try:
-            with store.transaction():
-                store.execute(LOG_TABLE)
-            counts = {row["event"]: int(row["n"]) for row in store.all(COUNT_EVENTS)}
-        finally:
-            store.close()
-    queue, _ = queue_of(ctx)
-    left: int | None = None
-    try:
-        connection = connect(ctx)
-        try:
-            left = int(connection.channel().queue_declare(queue, passive=True).method.message_count)
-        finally:
-            connection.close()
-    except (amqp_errors.AMQPError, JobError):
-        pass
-    pinned = ctx.data_dir / DRILL_QUEUE_FILE
-    messages = json.loads(pinned.read_text(encoding="utf-8")).get("messages") if pinned.is_file() else None
-    return {"input_source": "rabbitmq", "queue": queue, "messages": messages,
-            "redelivered": counts.get("redelivered", 0), "deduped": counts.get("deduped", 0),
-            "rejected": counts.get("rejected", 0), "queue_left": left}
-
-
-def data_dir_queue(data_dir: Path) -> str | None:
-    """The drill queue pinned to a data directory, if any (for tests and tools)."""
-    pinned = data_dir / DRILL_QUEUE_FILE
-    return str(json.loads(pinned.read_text(encoding="utf-8"))["queue"]) if pinned.is_file() else None
