@@ -28,8 +28,8 @@ and hostnames repeat across networks. Owners written before start times were
 recorded (``<hostname>:<pid>``) are still read: dead when that pid is gone from
 this host, otherwise only the lease can tell (the pid may have been reused).
 
-Shared by every strategy that claims work (checkpoint.py, idempotent_retry.py,
-state_machine.py, the event-sourcing subscriber).
+Shared by every strategy that claims work (checkpoint/, idempotent_retry/,
+state_machine/, the event-sourcing subscriber).
 """
 
 from __future__ import annotations

@@ -1,8 +1,8 @@
 """How a continuity strategy plugs into the shared runtime.
 
 The CLI, the drill and ``status`` are the same in every generated project; they
-talk to the strategy only through the module named by ``settings.RUNTIME_MODULE``
-(e.g. ``checkpoint.py``), which provides:
+talk to the strategy only through the package named by ``settings.RUNTIME_MODULE``
+(e.g. ``checkpoint/``, beside ``runtime/``), whose ``__init__`` provides:
 
 ``NAME: str``
     the strategy id (``"checkpoint"``).
@@ -69,7 +69,7 @@ knows job.py and the input only.
     each sets ``func=callable(args, ctx) -> int``.
 ``drill_submit(ctx, records, *, work_ms=0.0) -> list[str]`` (optional)
     how the drill hands its input to the workers instead of ``submit``: a queue
-    input (amqp_input.py) publishes the records as messages the workers consume.
+    input (runtime/amqp_input/) publishes the records as messages the workers consume.
 ``drill_report(ctx) -> dict`` (optional)
     the strategy's own figures, added to the drill report (a queue input: messages
     ``redelivered``, ``deduped``, ``rejected``, ``queue_left``).
@@ -147,7 +147,10 @@ REQUIRED = ("NAME", "MULTI_WORKER", "STORE_TABLES", "submit", "run", "status", "
 
 
 def load(module_name: str | None = None) -> ModuleType:
-    """Import the strategy module of this project and check it has the interface."""
+    """Import the strategy of this project (its folder beside runtime/) and check it has the interface.
+
+    The one way the runtime reaches the strategy: an import by name, so runtime/ never
+    imports a strategy module itself."""
     name = module_name or settings_module.RUNTIME_MODULE
     module = importlib.import_module(f"..{name}", __package__)  # beside runtime/: <package>.<name>
     missing = [attr for attr in REQUIRED if not hasattr(module, attr)]

@@ -181,7 +181,7 @@ def stored_final_states(ctx: Context) -> list[dict[str, Any]]:
 
 
 # ------------------------------------------------------------------ queue input
-# input_source=rabbitmq: `run` consumes a queue whose messages feed submit (amqp_input.py);
+# input_source=rabbitmq: `run` consumes a queue whose messages feed submit (runtime/amqp_input/);
 # its critical windows join this strategy's, and the drill publishes its input there.
 if INPUT_SOURCE == "rabbitmq":
     from ..runtime import amqp_input
