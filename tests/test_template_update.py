@@ -86,6 +86,16 @@ def two_releases(tmp_path: Path) -> Path:
     return repo
 
 
+def commit_the_users_edit(dest: Path, mine: str) -> Path:
+    """Make the generated project a git repository, then append the user's edit to job.py and commit it."""
+    sh("git", "init", "-q", "-b", "main", cwd=dest)
+    commit_all(dest, "Generated")
+    job = dest / "src" / "nightly_sync" / "job.py"
+    job.write_text(job.read_text() + mine)
+    commit_all(dest, "Our job")
+    return job
+
+
 def package_files(dest: Path) -> set[str]:
     pkg = dest / "src"
     return {p.relative_to(pkg).as_posix() for p in pkg.rglob("*") if p.is_file() and "__pycache__" not in p.parts}
@@ -105,14 +115,9 @@ def test_copy_edit_update_keeps_the_users_edit_and_brings_the_change(template_re
     assert "The recovery point is a row of the `tasks` table" in readme  # the include, seen from the root
     pkg = dest / "src" / "nightly_sync"
     assert (pkg / "checkpoint" / "__init__.py").is_file() and not (dest / "templates").exists()
-    sh("git", "init", "-q", "-b", "main", cwd=dest)
-    commit_all(dest, "Generated")
-
     # The user's job: one edit in the function they own.
-    job = pkg / "job.py"
     mine = "\n\n# MY EDIT: our own job starts here\n"
-    job.write_text(job.read_text() + mine)
-    commit_all(dest, "Our job")
+    job = commit_the_users_edit(dest, mine)
 
     # The template moves on: v2 changes the shared runtime and the README.
     shell = template_repo / "templates" / "project" / "src" / "{{package_name}}" / "ops" / "status.py"
@@ -149,7 +154,6 @@ def test_a_project_of_the_previous_release_updates_to_this_one(two_releases: Pat
     dest = tmp_path / "nightly-sync"
     copier("copy", "--vcs-ref", "v1", str(two_releases), str(dest), "--defaults", "--data", "strategy=checkpoint",
            cwd=tmp_path)
-    pkg = dest / "src" / "nightly_sync"
     env = {**os.environ, "PYTHONPATH": str(dest / "src")}
     env.pop("DATABASE_URL", None)
     # Run once, as a user would have: bytecode of the old modules lies in __pycache__ (ignored by git).
@@ -157,14 +161,9 @@ def test_a_project_of_the_previous_release_updates_to_this_one(two_releases: Pat
                          capture_output=True, text=True, timeout=120)
     assert ran.returncode == 0, ran.stderr
     before = package_files(dest)
-    sh("git", "init", "-q", "-b", "main", cwd=dest)
-    commit_all(dest, "Generated")
-
     # The user's job: a helper of their own, in the file they own.
-    job = pkg / "job.py"
     mine = "\n\n# MY EDIT: our own job starts here\ndef our_helper(value: int) -> int:\n    return value * 3\n"
-    job.write_text(job.read_text() + mine)
-    commit_all(dest, "Our job")
+    job = commit_the_users_edit(dest, mine)
 
     copier("update", "--defaults", cwd=dest)
     assert mine in job.read_text() and "<<<<<<<" not in job.read_text()  # kept, merged cleanly
