@@ -63,7 +63,7 @@ from generated import (CostRounds, Pair, Targets, bench_context, drill_bench_par
 from advisor import scaffold  # noqa: E402
 
 PACKAGE = "bench_job"
-MODULES = ("checkpoint", "external", "job", "settings", "shutdown", "strategy")
+MODULES = ("checkpoint", "runtime.external", "job", "settings", "runtime.shutdown", "runtime.strategy")
 
 #: Ratio targets per (work per record, service fsync on?); None: printed, not a target.
 TARGETS = {(0.0, True): 0.9, (0.0, False): None, (0.5, True): 0.8, (0.5, False): None}

@@ -53,7 +53,7 @@ from generated import (CostRounds, Pair, Targets, append_processed, bench_contex
 from advisor import scaffold  # noqa: E402
 
 PACKAGE = "bench_es_job"
-MODULES = ("event_sourcing", "external", "job", "settings", "shutdown", "strategy")
+MODULES = ("event_sourcing", "runtime.external", "job", "settings", "runtime.shutdown", "runtime.strategy")
 
 #: Append at the worker's batch size, library / plain sqlite3 (measured 0.17-0.22 before this
 #: benchmark measured it; the library's per-event Python work dominates at 100 events per commit).

@@ -39,7 +39,7 @@ from generated import append_processed, load_generated, load_note  # noqa: E402
 from advisor import scaffold  # noqa: E402
 
 PACKAGE = "bench_es_pg_job"
-MODULES = ("event_sourcing", "settings", "strategy")
+MODULES = ("event_sourcing", "settings", "runtime.strategy")
 
 
 @contextlib.contextmanager

@@ -44,7 +44,7 @@ from generated import (CostRounds, Pair, Targets, bench_context, drill_bench_par
 from advisor import scaffold  # noqa: E402
 
 PACKAGE = "bench_ir_job"
-MODULES = ("idempotent_retry", "external", "job", "settings", "shutdown", "strategy")
+MODULES = ("idempotent_retry", "runtime.external", "job", "settings", "runtime.shutdown", "runtime.strategy")
 
 #: Ratio targets per (work per record, service fsync on?); None: printed, not a target.
 TARGETS = {(0.0, True): None, (0.0, False): None, (0.5, True): None, (0.5, False): None}

@@ -52,7 +52,7 @@ from rabbitmq_server import rabbitmq_server  # noqa: E402
 import pika  # noqa: E402
 
 TARGET = 0.8
-MODULES = ("amqp_input", "external", "job", "settings", "shutdown", "strategy")
+MODULES = ("runtime.amqp_input", "runtime.external", "job", "settings", "runtime.shutdown", "runtime.strategy")
 PROJECTS = {
     "idempotent-retry": ("bench_q_ir", {"project_name": "Bench Q Ir", "input_source": "rabbitmq"}),
     "checkpoint": ("bench_q_ck", {"project_name": "Bench Q Ck", "input_source": "rabbitmq"}),

@@ -43,7 +43,7 @@ from generated import (CostRounds, Pair, Targets, bench_context, drill_bench_par
 from advisor import scaffold  # noqa: E402
 
 PACKAGE = "bench_sm_job"
-MODULES = ("state_machine", "external", "job", "settings", "shutdown", "strategy")
+MODULES = ("state_machine", "runtime.external", "job", "settings", "runtime.shutdown", "runtime.strategy")
 
 #: Whole-order ratio targets per service fsync on?; None: printed, not a target.
 TARGETS = {True: 0.5, False: None}

@@ -47,7 +47,8 @@ def main() -> int:
         generated = scaffold.generate("stream-checkpoint", root / "job",
                                       {"project_name": "Bench Stream Job", "batch_size": args.file_records})
         m = load_generated(generated.dest, generated.package,
-                           ("stream", "stream_sink", "stream_checkpoint", "strategy", "settings", "job", "external"))
+                           ("stream_checkpoint.spark", "stream_checkpoint.sink", "stream_checkpoint",
+                            "runtime.strategy", "settings", "job", "runtime.external"))
         settings = m["settings"].Settings.from_env()
         records = m["job"].demo_records(args.records)
 
@@ -58,7 +59,7 @@ def main() -> int:
 
         started = time.monotonic()
         session_ctx = fresh("session")
-        spark = m["stream"].build_session(session_ctx)
+        spark = m["spark"].build_session(session_ctx)
         jvm_s = time.monotonic() - started
         print(f"JVM + Spark session start: {jvm_s:.1f} s   ({load_note()})")
         best = {"idempotent": float("inf"), "naive": float("inf")}
@@ -71,16 +72,16 @@ def main() -> int:
                 ctx = fresh(f"{side}-{round_}")
                 opener = lambda ctx=ctx: m["stream_checkpoint"].open_store(ctx)  # noqa: E731
                 if side == "idempotent":
-                    sink = m["stream_sink"].IdempotentSink(opener, ctx.external)
+                    sink = m["sink"].IdempotentSink(opener, ctx.external)
                 else:
-                    sink = m["stream_sink"].AppendingSink(opener, ctx.external)
+                    sink = m["sink"].AppendingSink(opener, ctx.external)
                 t0 = time.monotonic()
-                query = m["stream"].start_query(spark, ctx, sink.write, follow=False)
+                query = m["spark"].start_query(spark, ctx, sink.write, follow=False)
                 query.awaitTermination()
                 if round_ >= 0:
                     best[side] = min(best[side], time.monotonic() - t0)
         finally:
-            m["stream"].stop_session(spark)
+            m["spark"].stop_session(spark)
         rates = {side: args.records / s for side, s in best.items()}
         ratio = rates["idempotent"] / rates["naive"]
         ok_ratio = ratio >= TARGET_RATIO

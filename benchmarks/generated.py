@@ -23,9 +23,10 @@ if str(ROOT) not in sys.path:
 
 
 def load_generated(dest: Path, package: str, modules: tuple[str, ...]) -> dict[str, ModuleType]:
-    """``{name: module}`` for ``package.name`` of the project generated in ``dest``."""
+    """``{leaf: module}`` for each ``package.<dotted>`` of the project generated in ``dest``
+    (``"runtime.external"`` is ``m["external"]``)."""
     sys.path.insert(0, str(dest / "src"))
-    return {name: importlib.import_module(f"{package}.{name}") for name in modules}
+    return {name.rpartition(".")[2]: importlib.import_module(f"{package}.{name}") for name in modules}
 
 
 def drill_bench_parser(doc: str | None, *, drill_records: int) -> argparse.ArgumentParser:

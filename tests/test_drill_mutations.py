@@ -179,13 +179,13 @@ def failed_checks(report: Mapping[str, Any]) -> list[str]:
 
 
 def text_verdict(project: Path, package: str, report: Mapping[str, Any]) -> str:
-    """The drill's text output for this report (drill.summary), without running the drill again."""
+    """The drill's text output for this report (drill/report.py: summary), without running the drill again."""
     env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "DATABASE_URL")}
     env["PYTHONPATH"] = str(project / "src")
-    code = f"import json, sys; from {package}.drill import summary; print(summary(json.load(sys.stdin)))"
+    code = f"import json, sys; from {package}.drill.report import summary; print(summary(json.load(sys.stdin)))"
     result = subprocess.run([sys.executable, "-c", code], input=json.dumps(report), capture_output=True, text=True,
                             env=env, timeout=60)
-    assert result.returncode == 0, f"drill.summary failed on the report: {result.stderr[-2000:]}"
+    assert result.returncode == 0, f"drill.report.summary failed on the report: {result.stderr[-2000:]}"
     return result.stdout
 
 

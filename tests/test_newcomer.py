@@ -181,7 +181,7 @@ def test_queue_project_next_commands_start_and_stop_their_own_broker(tmp_path: P
         assert not (project / ".broker" / "amqp_url").exists()
     finally:
         if (project / ".venv" / "bin" / "python").exists():  # a failed step must not leave the node running
-            subprocess.run([str(project / ".venv" / "bin" / "python"), "-m", "orders.local_broker", "stop"],
+            subprocess.run([str(project / ".venv" / "bin" / "python"), "-m", "orders.ops.local_broker", "stop"],
                            cwd=project, env=fresh_env(), capture_output=True, timeout=120)
 
 
@@ -190,7 +190,7 @@ def test_make_broker_without_rabbitmq_server_says_how_to_get_one(tmp_path: Path)
     from advisor import scaffold
 
     generated = scaffold.generate("checkpoint", tmp_path / "orders", {"input_source": "rabbitmq"})
-    code = ("import sys, orders.local_broker as lb\nlb.find_server = lambda: None\n"
+    code = ("import sys, orders.ops.local_broker as lb\nlb.find_server = lambda: None\n"
             "sys.exit(lb.main(['start']))")
     result = subprocess.run([sys.executable, "-c", code], cwd=generated.dest, capture_output=True, text=True,
                             env={**fresh_env(), "PYTHONPATH": str(generated.dest / "src")}, timeout=60)

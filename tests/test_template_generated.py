@@ -125,7 +125,7 @@ def test_generated_project_installs_and_its_suite_passes(option_set: str, tmp_pa
     contract = (Path(__file__).resolve().parents[1] / "docs" / "generated-project.md").read_text()
     listing = subprocess.run(
         [str(generated_python), "-c", f"from {generated.package}.cli import build_parser; "
-         f"from {generated.package}.strategy import load; "
+         f"from {generated.package}.runtime.strategy import load; "
          "print(' '.join(build_parser(load())._subparsers._group_actions[0].choices))"],
         cwd=tmp_path, capture_output=True, text=True, env=clean_env())
     commands = listing.stdout.split()
@@ -174,7 +174,7 @@ def test_drill_of_something_that_is_not_a_project(tmp_path: Path) -> None:
 def test_drill_that_cannot_report_is_a_drill_error(tmp_path: Path) -> None:
     generated = scaffold.generate("checkpoint", tmp_path / "job")
     # Break the project: the drill crashes before reporting.
-    (generated.dest / "src" / generated.package / "drill.py").write_text("raise SystemExit('drill broken')\n")
+    (generated.dest / "src" / generated.package / "drill" / "command.py").write_text("raise SystemExit('drill broken')\n")
     with pytest.raises(DrillError, match="did not report"):
         scaffold.run_drill(generated.dest, records=10, kills=0)
 

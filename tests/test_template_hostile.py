@@ -95,7 +95,7 @@ def test_tls_options_reach_the_driver_unchanged_and_the_error_hides_the_password
 import json, psycopg
 from pathlib import Path
 from psycopg.conninfo import conninfo_to_dict
-from {project.package} import store
+from {project.package}.runtime import store
 from {project.package}.settings import Settings
 seen = []
 def fake_connect(conninfo, **kwargs):
@@ -191,8 +191,8 @@ def test_corrupt_checkpoint_files_are_refused_in_one_line(file_project, tmp_path
 @FAST
 @given(raw=st.binary(max_size=200))
 def test_arbitrary_bytes_as_json_state_give_only_corrupt_state_errors(runtime, raw):
-    state = importlib.import_module(f"{runtime.__name__}.state")
-    errors = importlib.import_module(f"{runtime.__name__}.errors")
+    state = importlib.import_module(f"{runtime.__name__}.runtime.state")
+    errors = importlib.import_module(f"{runtime.__name__}.runtime.errors")
     codec = state.StateCodec("progress", 2)
     try:
         codec.loads(raw)
@@ -209,7 +209,7 @@ values = st.recursive(st.one_of(st.none(), st.booleans(), st.integers(-10**9, 10
 @FAST
 @given(data=st.dictionaries(st.text(max_size=8), values, max_size=5))
 def test_json_state_round_trips(runtime, data):
-    state = importlib.import_module(f"{runtime.__name__}.state")
+    state = importlib.import_module(f"{runtime.__name__}.runtime.state")
     codec = state.StateCodec("progress", 1)
     assert codec.loads(codec.dumps(data)) == data
 
@@ -217,8 +217,8 @@ def test_json_state_round_trips(runtime, data):
 @FAST
 @given(raw=st.binary(max_size=300), suffix=st.sampled_from([".json", ".jsonl", ".csv"]))
 def test_arbitrary_bytes_as_an_input_file_give_only_job_errors(runtime, tmp_path_factory, raw, suffix):
-    safe_read = importlib.import_module(f"{runtime.__name__}.safe_read")
-    errors = importlib.import_module(f"{runtime.__name__}.errors")
+    safe_read = importlib.import_module(f"{runtime.__name__}.runtime.safe_read")
+    errors = importlib.import_module(f"{runtime.__name__}.runtime.errors")
     path = tmp_path_factory.mktemp("in") / f"input{suffix}"
     path.write_bytes(raw)
     try:
@@ -233,8 +233,8 @@ def test_arbitrary_bytes_as_an_input_file_give_only_job_errors(runtime, tmp_path
 @given(rows=st.lists(st.dictionaries(st.sampled_from(["a", "b", "c"]), values, max_size=3), min_size=1, max_size=8),
        fmt=st.sampled_from([".json", ".jsonl"]))
 def test_arbitrary_json_records_round_trip_or_are_refused(runtime, tmp_path_factory, rows, fmt):
-    safe_read = importlib.import_module(f"{runtime.__name__}.safe_read")
-    errors = importlib.import_module(f"{runtime.__name__}.errors")
+    safe_read = importlib.import_module(f"{runtime.__name__}.runtime.safe_read")
+    errors = importlib.import_module(f"{runtime.__name__}.runtime.errors")
     records = [{"record_id": f"r{i}", **row} for i, row in enumerate(rows)]
     path = tmp_path_factory.mktemp("in") / f"input{fmt}"
     path.write_text(json.dumps(records) if fmt == ".json" else "\n".join(map(json.dumps, records)))
@@ -248,7 +248,7 @@ def test_arbitrary_json_records_round_trip_or_are_refused(runtime, tmp_path_fact
 @given(rows=st.lists(st.lists(st.text(st.characters(codec="utf-8", exclude_characters="\x00\r"), max_size=8),
                               min_size=2, max_size=2), min_size=1, max_size=8))
 def test_csv_records_round_trip(runtime, tmp_path_factory, rows):
-    safe_read = importlib.import_module(f"{runtime.__name__}.safe_read")
+    safe_read = importlib.import_module(f"{runtime.__name__}.runtime.safe_read")
     records = [{"record_id": f"r{i}", "a": a, "b": b} for i, (a, b) in enumerate(rows)]
     buf = io.StringIO()
     writer = csv.DictWriter(buf, fieldnames=["record_id", "a", "b"])

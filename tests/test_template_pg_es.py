@@ -103,10 +103,10 @@ def test_schema_version_is_checked_on_postgresql(tmp_path: Path, fresh_database:
 WORKER = """
 import sys, time
 from pathlib import Path
-from {pkg}.errors import StoreUnavailable
+from {pkg}.runtime.errors import StoreUnavailable
 from {pkg}.settings import Settings
-from {pkg}.shutdown import Shutdown
-from {pkg}.strategy import Context, load
+from {pkg}.runtime.shutdown import Shutdown
+from {pkg}.runtime.strategy import Context, load
 
 ctx = Context(data_dir=Path(sys.argv[1]), settings=Settings.from_env(), strategy=load())
 outages, deadline = 0, time.monotonic() + 120

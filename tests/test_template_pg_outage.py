@@ -104,7 +104,7 @@ def crash_when(server: CrashablePostgres, data_dir: Path, at_effects: int, *, ti
 def verify(generated: scaffold.Generated, env: dict[str, str], data_dir: Path, records: int) -> dict:
     """The generated project's own check of the external service: lost, duplicate_effects, ..."""
     code = (f"import json; from pathlib import Path; from {generated.package}.job import demo_records, STEPS; "
-            f"from {generated.package}.external import verify; "
+            f"from {generated.package}.runtime.external import verify; "
             f"expected = {{(str(r['record_id']), s) for r in demo_records({records}) for s in STEPS}}; "
             f"print(json.dumps(verify(Path({str(data_dir)!r}), expected)))")
     result = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=60)
@@ -236,7 +236,7 @@ def generated_store(tmp_path_factory: pytest.TempPathFactory):
                                   {"project_name": "Outage Sorting Job", "state_store": "postgresql"})
     sys.path.insert(0, str(generated.dest / "src"))
     try:
-        yield importlib.import_module(f"{generated.package}.store")
+        yield importlib.import_module(f"{generated.package}.runtime.store")
     finally:
         sys.path.remove(str(generated.dest / "src"))
 

@@ -67,7 +67,7 @@ def test_unreachable_postgresql_is_a_clear_error(tmp_path: Path) -> None:
 
 SUBMIT_ONCE = """
 import json, sys
-from {pkg}.submission import submit_records
+from {pkg}.runtime.submission import submit_records
 ids = submit_records([{{"record_id": f"o-{{i}}", "value": i}} for i in range(40)], data_dir=sys.argv[1],
                      correlation_id="delivered-four-times")
 print(json.dumps({{"ids": list(ids), "added": ids.added}}))

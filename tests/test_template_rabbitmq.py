@@ -164,7 +164,7 @@ def _effects(data: Path) -> int:
 def test_the_generated_queue_tests_pass_against_the_broker_and_skip_without_it(strategy: str, tmp_path: Path,
                                                                                 broker: RabbitMQ) -> None:
     generated = _generate(tmp_path, strategy)
-    assert (generated.dest / "src" / generated.package / "amqp_input.py").is_file()
+    assert (generated.dest / "src" / generated.package / "runtime" / "amqp_input" / "consumer.py").is_file()
     assert "pika" in (generated.dest / "pyproject.toml").read_text()
     command = [sys.executable, "-m", "pytest", "-q", "-rs", "-p", "no:cacheprovider", "tests/test_amqp_input.py"]
     ran = subprocess.run(command, cwd=generated.dest, env=_env(generated, broker.url), capture_output=True,
@@ -182,9 +182,9 @@ def test_input_source_is_asked_only_where_a_message_is_a_unit_of_work(tmp_path: 
     assert {s for s, ids in asked.items() if "input_source" in ids} == set(QUEUE_PROJECTS)
     # Given anyway for a strategy that does not ask it: ignored, like Copier ignores it.
     stream = scaffold.generate("event-sourcing", tmp_path / "es", {"project_name": "Es Q", "input_source": "rabbitmq"})
-    assert not any(f.endswith("amqp_input.py") for f in stream.files)
+    assert not any("amqp_input" in f for f in stream.files) and any("runtime/" in f for f in stream.files)
     plain = scaffold.generate("checkpoint", tmp_path / "plain", {"project_name": "Plain Job"})
-    assert not any(f.endswith("amqp_input.py") for f in plain.files)
+    assert not any("amqp_input" in f for f in plain.files) and any("runtime/" in f for f in plain.files)
     assert "pika" not in (plain.dest / "pyproject.toml").read_text()
     with pytest.raises(scaffold.ScaffoldError, match="choose one of"):
         scaffold.generate("checkpoint", tmp_path / "bad", {"input_source": "kafka"})

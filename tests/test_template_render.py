@@ -21,8 +21,10 @@ from advisor.paths import templates_dir
 
 ALL_STRATEGIES = {"idempotent-retry", "checkpoint", "stream-checkpoint", "state-machine", "event-sourcing",
                   "event-sourcing-idempotent"}
-SHARED_RUNTIME = ["cli.py", "settings.py", "store.py", "shutdown.py", "state.py", "external.py", "job.py",
-                  "drill.py", "status.py", "strategy.py", "errors.py", "__main__.py", "faults.py"]
+#: Inside src/<package>/: the user's files at the top, the shared runtime, the drill, the operations.
+SHARED_RUNTIME = ["cli.py", "settings.py", "job.py", "__main__.py", "runtime/store.py", "runtime/shutdown.py",
+                  "runtime/state.py", "runtime/external.py", "runtime/strategy.py", "runtime/errors.py",
+                  "runtime/faults.py", "drill/command.py", "drill/runner.py", "ops/status.py"]
 
 
 def copier_cli(*args: str) -> subprocess.CompletedProcess[str]:
@@ -40,9 +42,9 @@ def test_plain_copier_cli_renders_the_checkpoint_project(tmp_path: Path) -> None
     result = copier_cli("copy", str(templates_dir()), str(dest), "--data", "strategy=checkpoint", "--defaults")
     assert result.returncode == 0, result.stderr
     pkg = dest / "src" / "nightly_sync"
-    for name in SHARED_RUNTIME + ["checkpoint.py", "schema.sql"]:
+    for name in SHARED_RUNTIME + ["checkpoint/__init__.py", "schema.sql"]:
         assert (pkg / name).is_file(), name
-    assert not (pkg / "checkpoint_file.py").exists()
+    assert not (pkg / "checkpoint_file").exists()
     for name in ("pyproject.toml", "README.md", "Makefile", "tests/test_drill.py", "tests/test_checkpoint.py"):
         assert (dest / name).is_file(), name
     answers = answers_of(dest)
@@ -61,8 +63,8 @@ def test_plain_copier_cli_renders_the_file_variant(tmp_path: Path) -> None:
                         "--data", "checkpoint_store=file", "--data", "project_name=Photo Uploader", "--defaults")
     assert result.returncode == 0, result.stderr
     pkg = dest / "src" / "photo_uploader"
-    assert (pkg / "checkpoint_file.py").is_file()
-    assert not (pkg / "checkpoint.py").exists() and not (pkg / "schema.sql").exists()
+    assert (pkg / "checkpoint_file" / "__init__.py").is_file()
+    assert not (pkg / "checkpoint").exists() and not (pkg / "schema.sql").exists()
     assert (dest / "tests" / "test_checkpoint_file.py").is_file()
     assert answers_of(dest)["checkpoint_store"] == "file"
     assert "os.replace" in (dest / "README.md").read_text()
@@ -114,7 +116,7 @@ def test_generate_renders_each_option_set(tmp_path: Path, name: str) -> None:
         assert recorded[key] == value
     assert generated.package == recorded["package_name"]
     assert f"src/{generated.package}/cli.py" in generated.files and ".copier-answers.yml" in generated.files
-    module = "checkpoint_file.py" if answers.get("checkpoint_store") == "file" else "checkpoint.py"
+    module = "checkpoint_file/__init__.py" if answers.get("checkpoint_store") == "file" else "checkpoint/__init__.py"
     assert f"src/{generated.package}/{module}" in generated.files
     settings = (generated.dest / "src" / generated.package / "settings.py").read_text()
     if name == "tuned":
@@ -125,23 +127,24 @@ def test_generate_renders_each_option_set(tmp_path: Path, name: str) -> None:
 
 def test_generate_never_copies_runtime_code_across_strategies() -> None:
     runtime = templates_dir() / "project" / "src" / "{{package_name}}"
-    names = [p.name for p in runtime.iterdir()]
+    names = [p.relative_to(runtime).as_posix() for p in runtime.rglob("*") if "__pycache__" not in p.parts]
     for name in SHARED_RUNTIME:  # the shared runtime exists once
         assert names.count(name) + names.count(name + ".jinja") == 1, name
-    for module in ("checkpoint", "checkpoint_file"):  # strategy code comes by conditional names
-        assert f"{{% if runtime_module == '{module}' %}}{module}.py{{% endif %}}" in names
+    for module in ("checkpoint", "checkpoint_file"):  # strategy code comes by conditional folder names
+        assert f"{{% if runtime_module == '{module}' %}}{module}{{% endif %}}/__init__.py" in names
     # No function body of five statements or more appears in two files.
     seen: dict[str, str] = {}
-    for path in sorted(runtime.iterdir()):
+    for path in sorted(runtime.rglob("*")):
         if not path.name.endswith((".py", ".py{% endif %}")):
             continue  # *.jinja files hold Jinja as well as Python: not parseable as they are
+        name = path.relative_to(runtime).as_posix()
         tree = ast.parse(path.read_text(encoding="utf-8"))
         for node in ast.walk(tree):
             if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and len(node.body) >= 5:
                 body = ast.dump(ast.Module(body=node.body, type_ignores=[]))
-                assert body not in seen or seen[body] == path.name, (
-                    f"{node.name} in {path.name} repeats code of {seen.get(body)}; share it instead")
-                seen[body] = path.name
+                assert body not in seen or seen[body] == name, (
+                    f"{node.name} in {name} repeats code of {seen.get(body)}; share it instead")
+                seen[body] = name
 
 
 @pytest.mark.parametrize("strategy, answers, message", [
@@ -209,8 +212,8 @@ def test_generate_refuses_a_file_as_destination(tmp_path: Path) -> None:
 
 def test_preview_lists_files_without_writing(tmp_path: Path) -> None:
     files = scaffold.preview("checkpoint", {"project_name": "Nightly Sync"})
-    assert "src/nightly_sync/checkpoint.py" in files and "README.md" in files and "tests/test_drill.py" in files
-    assert "src/continuity_job/checkpoint_file.py" in scaffold.preview("checkpoint", {"checkpoint_store": "file"})
+    assert "src/nightly_sync/checkpoint/__init__.py" in files and "README.md" in files and "tests/test_drill.py" in files
+    assert "src/continuity_job/checkpoint_file/files.py" in scaffold.preview("checkpoint", {"checkpoint_store": "file"})
     with pytest.raises(ScaffoldError):
         scaffold.preview("checkpoint", {"package_name": "-x"})
 
@@ -267,12 +270,13 @@ def test_generated_status_piped_into_head_ends_quietly(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize("first, then, gone", [
-    # the file variant becomes the table variant: no checkpoint_file.py beside checkpoint.py
+    # the file variant becomes the table variant: no checkpoint_file/ beside checkpoint/
     (("checkpoint", {"checkpoint_store": "file"}), ("checkpoint", {}),
-     ["src/swap_job/checkpoint_file.py", "tests/test_checkpoint_file.py"]),
+     ["src/swap_job/checkpoint_file/__init__.py", "src/swap_job/checkpoint_file/files.py",
+      "tests/test_checkpoint_file.py"]),
     # another strategy, another package name: the old package goes entirely
     (("idempotent-retry", {"project_name": "Old Name"}), ("event-sourcing", {}),
-     ["src/old_name/idempotent_retry.py", "src/old_name/cli.py", "tests/test_idempotent_retry.py"]),
+     ["src/old_name/idempotent_retry/__init__.py", "src/old_name/cli.py", "tests/test_idempotent_retry.py"]),
 ])
 def test_force_over_another_variant_leaves_none_of_its_files(tmp_path: Path, first, then, gone) -> None:
     dest = tmp_path / "swap-job"
@@ -283,6 +287,7 @@ def test_force_over_another_variant_leaves_none_of_its_files(tmp_path: Path, fir
     generated = scaffold.generate(then[0], dest, then[1], force=True)
     for rel in gone:
         assert not (dest / rel).exists() and rel in generated.removed, rel
+        assert not (dest / rel).parent.exists() or (dest / rel).parent.name in ("src", "tests", "swap_job"), rel  # no empty folder
     assert set(generated.files) == set(scaffold.preview(then[0], then[1], dest)) | {"data/state.db", "notes.txt"}
     assert (dest / "data" / "state.db").read_text() == "the user's data" and (dest / "notes.txt").is_file()
     assert generated.kept == ("data/", "notes.txt")

@@ -41,7 +41,8 @@ def test_plain_copier_renders_stream_checkpoint(tmp_path: Path) -> None:
                           capture_output=True, text=True, env=_env())
     assert done.returncode == 0, done.stderr
     pkg = tmp_path / "stream-job" / "src" / "stream_job"
-    assert {"stream.py", "stream_sink.py", "stream_checkpoint.py", "faults.py"} <= {p.name for p in pkg.iterdir()}
+    assert {"__init__.py", "spark.py", "sink.py"} <= {p.name for p in (pkg / "stream_checkpoint").iterdir()}
+    assert (pkg / "runtime" / "faults.py").is_file()
     assert "pyspark" in (tmp_path / "stream-job" / "pyproject.toml").read_text()
     assert "Kafka" in (tmp_path / "stream-job" / "README.md").read_text()
 

@@ -5,6 +5,11 @@ A temporary clone of this working tree (its files as they are now, committed) is
 a project is generated from it and made a git repository; the user edits `job.py` and commits;
 the template changes and is tagged `v2`; `copier update --defaults` must keep the user's edit
 and bring the template's change.
+
+Across releases: tests/fixtures/template-previous.tar.gz is the template of the previous
+release (`git archive`, no git history needed: CI may clone shallow). A project generated
+from it, edited and committed, updates to this tree: the files move, none of the old ones is
+left behind, the edit is kept, and the project's drill passes.
 """
 
 from __future__ import annotations
@@ -13,12 +18,16 @@ import os
 import shutil
 import subprocess
 import sys
+import tarfile
 from pathlib import Path
 
 import pytest
 import yaml
 
 ROOT = Path(__file__).resolve().parents[1]
+#: The template as the previous release left it: `git archive --format=tar <release tag> templates copier.yml |
+#: gzip -9n > tests/fixtures/template-previous.tar.gz`, refreshed at each release (docs/template-internals.md).
+PREVIOUS_RELEASE = ROOT / "tests" / "fixtures" / "template-previous.tar.gz"
 GIT_ENV = {"GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@example.org", "GIT_COMMITTER_NAME": "t",
            "GIT_COMMITTER_EMAIL": "t@example.org", "GIT_CONFIG_GLOBAL": os.devnull, "GIT_CONFIG_NOSYSTEM": "1"}
 
@@ -39,19 +48,57 @@ def commit_all(repo: Path, message: str) -> None:
     sh("git", "commit", "-q", "-m", message, cwd=repo)
 
 
-@pytest.fixture
-def template_repo(tmp_path: Path) -> Path:
-    """This tree's template files (as they are now, committed or not) in a fresh git repo, tagged v1."""
-    repo = tmp_path / "advisor-repo"
-    repo.mkdir()
+def copy_this_template(repo: Path) -> None:
+    """This tree's template files (as they are now, committed or not) into ``repo``, replacing its own."""
+    shutil.rmtree(repo / "templates", ignore_errors=True)
     shutil.copy(ROOT / "copier.yml", repo / "copier.yml")
     shutil.copytree(ROOT / "templates", repo / "templates",
                     ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
+
+
+@pytest.fixture
+def template_repo(tmp_path: Path) -> Path:
+    """This tree's template files in a fresh git repo, tagged v1."""
+    repo = tmp_path / "advisor-repo"
+    repo.mkdir()
+    copy_this_template(repo)
     (repo / "README.md").write_text("Continuity Advisor (test clone)\n")
     sh("git", "init", "-q", "-b", "main", cwd=repo)
     commit_all(repo, "template v1")
     sh("git", "tag", "v1", cwd=repo)
     return repo
+
+
+@pytest.fixture
+def two_releases(tmp_path: Path) -> Path:
+    """A git repo whose tag v1 is the previous release's template (the fixture) and v2 this tree's."""
+    repo = tmp_path / "advisor-releases"
+    repo.mkdir()
+    with tarfile.open(PREVIOUS_RELEASE) as archive:
+        archive.extractall(repo, **({"filter": "data"} if hasattr(tarfile, "data_filter") else {}))
+    (repo / "README.md").write_text("Continuity Advisor (test clone, two releases)\n")
+    sh("git", "init", "-q", "-b", "main", cwd=repo)
+    commit_all(repo, "the previous release")
+    sh("git", "tag", "v1", cwd=repo)
+    copy_this_template(repo)
+    commit_all(repo, "this tree")
+    sh("git", "tag", "v2", cwd=repo)
+    return repo
+
+
+def commit_the_users_edit(dest: Path, mine: str) -> Path:
+    """Make the generated project a git repository, then append the user's edit to job.py and commit it."""
+    sh("git", "init", "-q", "-b", "main", cwd=dest)
+    commit_all(dest, "Generated")
+    job = dest / "src" / "nightly_sync" / "job.py"
+    job.write_text(job.read_text() + mine)
+    commit_all(dest, "Our job")
+    return job
+
+
+def package_files(dest: Path) -> set[str]:
+    pkg = dest / "src"
+    return {p.relative_to(pkg).as_posix() for p in pkg.rglob("*") if p.is_file() and "__pycache__" not in p.parts}
 
 
 @pytest.mark.slow
@@ -67,18 +114,13 @@ def test_copy_edit_update_keeps_the_users_edit_and_brings_the_change(template_re
     readme = (dest / "README.md").read_text()
     assert "The recovery point is a row of the `tasks` table" in readme  # the include, seen from the root
     pkg = dest / "src" / "nightly_sync"
-    assert (pkg / "checkpoint.py").is_file() and not (dest / "templates").exists()
-    sh("git", "init", "-q", "-b", "main", cwd=dest)
-    commit_all(dest, "Generated")
-
+    assert (pkg / "checkpoint" / "__init__.py").is_file() and not (dest / "templates").exists()
     # The user's job: one edit in the function they own.
-    job = pkg / "job.py"
     mine = "\n\n# MY EDIT: our own job starts here\n"
-    job.write_text(job.read_text() + mine)
-    commit_all(dest, "Our job")
+    job = commit_the_users_edit(dest, mine)
 
     # The template moves on: v2 changes the shared runtime and the README.
-    shell = template_repo / "templates" / "project" / "src" / "{{package_name}}" / "status.py"
+    shell = template_repo / "templates" / "project" / "src" / "{{package_name}}" / "ops" / "status.py"
     shell.write_text(shell.read_text() + "\n\n# TEMPLATE V2: a change the update must bring\n")
     template_readme = template_repo / "templates" / "project" / "README.md.jinja"
     template_readme.write_text(template_readme.read_text() + "\nTEMPLATE V2 README LINE\n")
@@ -87,7 +129,7 @@ def test_copy_edit_update_keeps_the_users_edit_and_brings_the_change(template_re
 
     copier("update", "--defaults", cwd=dest)
     assert mine in job.read_text()  # kept
-    assert "# TEMPLATE V2" in (pkg / "status.py").read_text()  # brought
+    assert "# TEMPLATE V2" in (pkg / "ops" / "status.py").read_text()  # brought
     assert "TEMPLATE V2 README LINE" in (dest / "README.md").read_text()
     assert yaml.safe_load((dest / ".copier-answers.yml").read_text())["_commit"] == "v2"
     assert "<<<<<<<" not in job.read_text()
@@ -96,7 +138,7 @@ def test_copy_edit_update_keeps_the_users_edit_and_brings_the_change(template_re
     # only by update, so recopy is for a clean re-render (here: it must still run from the record).
     commit_all(dest, "Update to v2")
     copier("recopy", "--defaults", "--overwrite", cwd=dest)
-    assert (pkg / "checkpoint.py").is_file()
+    assert (pkg / "checkpoint" / "__init__.py").is_file()
     assert yaml.safe_load((dest / ".copier-answers.yml").read_text())["package_name"] == "nightly_sync"
 
 
@@ -104,4 +146,46 @@ def test_plain_template_folder_still_works(tmp_path: Path) -> None:
     """`copier copy templates/ DEST` on its own, with the folder's name as the project's."""
     copier("copy", str(ROOT / "templates"), str(tmp_path / "photo-uploader"), "--defaults",
            "--data", "strategy=checkpoint", cwd=tmp_path)
-    assert (tmp_path / "photo-uploader" / "src" / "photo_uploader" / "checkpoint.py").is_file()
+    assert (tmp_path / "photo-uploader" / "src" / "photo_uploader" / "checkpoint" / "__init__.py").is_file()
+
+
+@pytest.mark.slow
+def test_a_project_of_the_previous_release_updates_to_this_one(two_releases: Path, tmp_path: Path) -> None:
+    dest = tmp_path / "nightly-sync"
+    copier("copy", "--vcs-ref", "v1", str(two_releases), str(dest), "--defaults", "--data", "strategy=checkpoint",
+           cwd=tmp_path)
+    env = {**os.environ, "PYTHONPATH": str(dest / "src")}
+    env.pop("DATABASE_URL", None)
+    # Run once, as a user would have: bytecode of the old modules lies in __pycache__ (ignored by git).
+    ran = subprocess.run([sys.executable, "-m", "nightly_sync", "drill", "--help"], cwd=dest, env=env,
+                         capture_output=True, text=True, timeout=120)
+    assert ran.returncode == 0, ran.stderr
+    before = package_files(dest)
+    # The user's job: a helper of their own, in the file they own.
+    mine = "\n\n# MY EDIT: our own job starts here\ndef our_helper(value: int) -> int:\n    return value * 3\n"
+    job = commit_the_users_edit(dest, mine)
+
+    copier("update", "--defaults", cwd=dest)
+    assert mine in job.read_text() and "<<<<<<<" not in job.read_text()  # kept, merged cleanly
+    assert yaml.safe_load((dest / ".copier-answers.yml").read_text())["_commit"] == "v2"
+
+    # Exactly this release's files: what moved is gone from its old place (no stale module beside
+    # its new package), what is new is there.
+    fresh = tmp_path / "fresh" / "nightly-sync"
+    copier("copy", "--vcs-ref", "v2", str(two_releases), str(fresh), "--defaults", "--data", "strategy=checkpoint",
+           cwd=tmp_path)
+    after = package_files(dest)
+    assert after == package_files(fresh), (sorted(after - package_files(fresh)), sorted(package_files(fresh) - after))
+    assert before != after  # the release moved files: the update did move them
+    stray = subprocess.run(["git", "status", "--porcelain", "--untracked-files=all"], cwd=dest,
+                           capture_output=True, text=True).stdout
+    assert ".rej" not in stray, stray
+
+    # The updated project works: its drill passes (old bytecode and all).
+    drill = subprocess.run([sys.executable, "-m", "nightly_sync", "drill", "--records", "300", "--kills", "3",
+                            "--seed", "1", "--json"], cwd=dest, env=env, capture_output=True, text=True, timeout=600)
+    assert drill.returncode == 0, drill.stdout[-3000:] + drill.stderr[-3000:]
+    assert '"ok": true' in drill.stdout
+    helper = subprocess.run([sys.executable, "-c", "from nightly_sync.job import our_helper; print(our_helper(2))"],
+                            cwd=dest, env=env, capture_output=True, text=True, timeout=60)
+    assert helper.stdout.strip() == "6", helper.stderr

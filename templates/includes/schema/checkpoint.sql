@@ -16,7 +16,7 @@ CREATE TABLE tasks (
                        CHECK (status IN ('pending', 'running', 'done', 'failed')),
     -- New for every worker start: a resumed run is told apart from a new one.
     instance_id        VARCHAR(64),
-    -- host id:start time:pid of that instance (owners.py): a dead owner on this host is detected at once,
+    -- host id:start time:pid of that instance (runtime/owners.py): a dead owner on this host is detected at once,
     -- a silent one elsewhere when its heartbeat (updated_at) is older than the lease.
     owner              VARCHAR(128),
     processed_offset   INTEGER      NOT NULL DEFAULT 0,

@@ -1,5 +1,5 @@
 -- State-machine strategy (SEEDS 3, pitfall 4.1): each order goes through declared
--- states (OrderFlow in state_machine.py); every transition is logged; every
+-- states (OrderFlow in state_machine/flow.py); every transition is logged; every
 -- external call is an intent before and a confirmation after.
 
 -- One row per order (a demo record). `state` is where the flow is; `version`

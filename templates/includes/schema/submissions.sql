@@ -1,6 +1,6 @@
 -- The submissions taken (submit --file, a queue message), by correlation id: a
 -- redelivered submission finds its row and gets its task ids back instead of
--- adding the work again (correlation.py, whose TABLE adds it to an older store).
+-- adding the work again (runtime/correlation.py, whose TABLE adds it to an older store).
 -- Shared by every strategy with a state database.
 CREATE TABLE submissions (
     correlation_id VARCHAR(200) PRIMARY KEY,

@@ -2,7 +2,7 @@
 
 import sys
 
-from .durability import install_if_drilled
+from .drill.durability import install_if_drilled
 
 # Only when the drill started this process (it sets the probe's variable): watch
 # what the worker really does to stay durable. A no-op otherwise.

@@ -22,48 +22,22 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from . import drill as drill_module
-from . import outage
-from . import reset as reset_module
-from . import effects, reconcile
+from .drill import command as drill_module
+from .runtime import outage
+from .ops import reset as reset_module
+from .runtime import effects
+from .ops import reconcile
 from . import settings as settings_module
-from . import status as status_module
-from . import submission
-from .errors import EXIT_OK, EXIT_USAGE, JobError
+from .ops import status as status_module
+from .runtime import submission
+from .runtime.arguments import fraction, non_negative_float, positive_int
+from .runtime.errors import EXIT_OK, EXIT_USAGE, JobError
 from .job import demo_records
-from .safe_read import INPUT_FORMATS
+from .runtime.safe_read import INPUT_FORMATS
 from .settings import Settings
-from .shutdown import Shutdown
-from .store import describe
-from .strategy import Context, load
-
-
-def positive_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"{text} must be at least 1")
-    return value
-
-
-def non_negative_float(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
-    if value < 0 or value != value:
-        raise argparse.ArgumentTypeError(f"{text} must be zero or more")
-    return value
-
-
-def fraction(text: str) -> float:
-    """A probability in [0, 1)."""
-    value = non_negative_float(text)
-    if value >= 1:
-        raise argparse.ArgumentTypeError(f"{text} must be below 1")
-    return value
+from .runtime.shutdown import Shutdown
+from .runtime.store import describe
+from .runtime.strategy import Context, load
 
 
 def build_parser(strategy: object) -> argparse.ArgumentParser:
@@ -186,7 +160,7 @@ def cmd_run(args: argparse.Namespace, ctx: Context) -> int:
     shutdown = Shutdown(ctx.settings.grace_period_s).install()
     try:
         if settings_module.INPUT_SOURCE == "rabbitmq" and args.limit is None:  # the queue is the input
-            from . import amqp_input
+            from .runtime import amqp_input
 
             def work() -> int:
                 return amqp_input.run(ctx, shutdown, follow=args.follow)

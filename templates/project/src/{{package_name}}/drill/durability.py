@@ -1,0 +1,250 @@
+"""Durability, observed rather than assumed.
+
+Two halves:
+
+* :func:`problems` judges settings read back from a store (``Store.durability()``
+  in store.py, or what a drill observed): SQLite needs ``synchronous`` FULL or
+  EXTRA and ``journal_mode`` WAL; PostgreSQL needs ``fsync`` and
+  ``synchronous_commit`` on; checkpoint files need every renamed file fsynced
+  first and its directory fsynced after.
+* :class:`Probe`, installed by ``__main__`` in a worker that a drill starts (the
+  drill sets :data:`PROBE_ENV`; nothing is installed otherwise). It wraps
+  ``sqlite3.connect`` (every state-store connection reports the ``synchronous``
+  and ``journal_mode`` it really commits with), ``os.fsync`` (files and
+  directories counted apart) and ``os.replace``/``os.rename`` (a renamed file that
+  was not fsynced, or a rename whose directory is not fsynced before the next
+  write, is a violation). It sees what the strategy code did, whatever that code
+  says about itself: a deleted fsync or a weakened pragma shows up here.
+
+The probe writes ``<dir>/<pid>.json`` whenever it first sees something (a new
+setting, the first checkpoint write, a violation) and at exit, so a worker killed
+by SIGKILL has already left what it saw. Its own writes use the unwrapped
+functions and are not fsynced: a process kill does not lose the page cache.
+"""
+
+from __future__ import annotations
+
+import atexit
+import json
+import os
+import sqlite3
+import stat
+import time
+from pathlib import Path
+from typing import Any
+
+from ..runtime import probe_hook
+from ..runtime.errors import CorruptStateError
+from ..runtime.safe_read import read_json
+from ..runtime.store import STATE_DB, sqlite_settings
+from ..settings import ENV_PREFIX
+
+#: Set by the drill for its workers: the directory the probe reports into.
+PROBE_ENV = ENV_PREFIX + "DRILL_PROBE"
+
+DURABLE_SYNCHRONOUS = ("FULL", "EXTRA")
+#: Sample a connection's pragmas at its first commit, then every this many commits.
+SAMPLE_EVERY = 64
+MAX_VIOLATIONS = 5  # per process: the first few say enough
+
+
+def problems(observed: dict[str, Any]) -> list[str]:
+    """What is weaker than a committed checkpoint surviving a power cut, one sentence each."""
+    found = []
+    if "synchronous" in observed and observed["synchronous"] not in DURABLE_SYNCHRONOUS:
+        found.append(f"SQLite synchronous = {observed['synchronous']} (a commit can be lost on power loss; "
+                     "FULL is required)")
+    if "journal_mode" in observed and observed["journal_mode"] != "wal":
+        found.append(f"SQLite journal_mode = {observed['journal_mode']} (WAL is required)")
+    if "fsync" in observed and observed["fsync"] != "on":
+        found.append(f"PostgreSQL fsync = {observed['fsync']} (the server does not flush commits)")
+    if "synchronous_commit" in observed and observed["synchronous_commit"] in ("off",):
+        found.append(f"PostgreSQL synchronous_commit = {observed['synchronous_commit']} "
+                     "(a commit returns before it is durable)")
+    return found
+
+
+# ------------------------------------------------------------------ the probe
+class Probe:
+    """Installed once per worker process in drill mode; see the module docstring."""
+
+    def __init__(self, report_dir: Path, state_db_name: str) -> None:
+        self.path = report_dir / f"{os.getpid()}.json"
+        self.state_db_name = state_db_name
+        self.started_ns = time.time_ns()
+        self.connections: list[dict[str, str]] = []  # distinct settings seen on state-store commits
+        self.files = {"file_fsyncs": 0, "dir_fsyncs": 0, "renames": 0, "synced_renames": 0}
+        self.violations: list[str] = []
+        # (dev, ino, mtime_ns, size) of files fsynced by this process: a renamed file must be one of
+        # them, unchanged since its fsync.
+        self.synced: set[tuple[int, int, int, int]] = set()
+        self.unsynced_dirs: dict[tuple[int, int], str] = {}  # renamed-into directories awaiting fsync
+        self.postgresql: list[dict[str, str]] = []
+        #: Store outages this worker rode out (outage.py): each restarts the unit of work in
+        #: flight, like a kill, so the drill counts them with the kills.
+        self.outages = 0
+        self.real: dict[str, Any] = {"fsync": os.fsync, "replace": os.replace, "rename": os.rename,
+                                     "connect": sqlite3.connect}
+
+    # ---- installing
+    def install(self) -> Probe:
+        os.fsync = self._fsync  # type: ignore[assignment]
+        os.replace = self._wrap_rename(self.real["replace"])  # type: ignore[assignment]
+        os.rename = self._wrap_rename(self.real["rename"])  # type: ignore[assignment]
+        sqlite3.connect = self._connect  # type: ignore[assignment]
+        atexit.register(self.finish)
+        return self
+
+    def watch(self) -> Probe:
+        """Install for a ``with`` block in this process (the drill watches ``submit``)."""
+        return self.install()
+
+    def __enter__(self) -> Probe:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.finish("returned")
+        self.uninstall()
+
+    def uninstall(self) -> None:
+        """Put the real functions back (tests install a probe in-process)."""
+        os.fsync, os.replace, os.rename = self.real["fsync"], self.real["replace"], self.real["rename"]
+        sqlite3.connect = self.real["connect"]
+        atexit.unregister(self.finish)
+
+    def finish(self, moment: str = "exited") -> None:
+        for where in self.unsynced_dirs.values():
+            self.violate(f"{moment} without fsyncing directory {where} after renaming a file into it")
+        self.unsynced_dirs.clear()
+        self.write()
+
+    # ---- SQLite
+    def _connect(self, database: Any, *args: Any, **kwargs: Any) -> Any:
+        if Path(str(database)).name != self.state_db_name or "factory" in kwargs:
+            return self.real["connect"](database, *args, **kwargs)
+        probe = self
+
+        class Observed(sqlite3.Connection):
+            """A state-store connection that reports its settings when it commits."""
+
+            commits = 0
+
+            def _committing(self) -> None:
+                self.commits += 1
+                if self.commits % SAMPLE_EVERY == 1:
+                    probe.saw_sqlite(sqlite_settings(super()))
+
+            def execute(self, sql: str, *params: Any) -> Any:  # type: ignore[override]
+                if sql[:6].upper() == "COMMIT":  # store.py commits with an explicit COMMIT
+                    self._committing()
+                return super().execute(sql, *params)
+
+            def commit(self) -> None:  # the eventsourcing library commits with commit()
+                self._committing()
+                super().commit()
+
+        return self.real["connect"](database, *args, factory=Observed, **kwargs)
+
+    def saw_sqlite(self, settings: dict[str, str]) -> None:
+        if settings not in self.connections:
+            self.connections.append(settings)
+            self.write()
+
+    def saw_postgresql(self, settings: dict[str, str]) -> None:
+        if settings not in self.postgresql:
+            self.postgresql.append(settings)
+            self.write()
+
+    def saw_outage(self) -> None:
+        self.outages += 1
+        self.write()
+
+    # ---- files
+    def _fsync(self, fd: Any) -> None:
+        self.real["fsync"](fd)
+        st = os.fstat(fd)
+        if stat.S_ISDIR(st.st_mode):
+            self.files["dir_fsyncs"] += 1
+            if self.unsynced_dirs.pop((st.st_dev, st.st_ino), None) is not None and not self.files["synced_renames"]:
+                self.files["synced_renames"] = 1
+                self.write()  # the first complete checkpoint write: say so before a kill can land
+        else:
+            self.files["file_fsyncs"] += 1
+            for where in self.unsynced_dirs.values():  # the next write began: the last rename was never made durable
+                self.violate(f"renamed a file into {where} and went on without fsyncing the directory")
+            self.unsynced_dirs.clear()
+            self.synced.add((st.st_dev, st.st_ino, st.st_mtime_ns, st.st_size))
+
+    def _wrap_rename(self, real: Any) -> Any:
+        def rename(src: Any, dst: Any, *args: Any, **kwargs: Any) -> None:
+            try:
+                st = os.stat(src)
+            except OSError:
+                st = None
+            real(src, dst, *args, **kwargs)
+            if st is None:
+                return
+            self.files["renames"] += 1
+            # A file written before this process started was made durable by an earlier one.
+            if (st.st_dev, st.st_ino, st.st_mtime_ns, st.st_size) not in self.synced \
+                    and st.st_mtime_ns >= self.started_ns:
+                self.violate(f"renamed {Path(str(src)).name} to {Path(str(dst)).name} without fsyncing it first")
+            parent = Path(str(dst)).resolve().parent
+            pst = os.stat(parent)
+            self.unsynced_dirs[(pst.st_dev, pst.st_ino)] = str(parent)
+        return rename
+
+    def violate(self, message: str) -> None:
+        if len(self.violations) < MAX_VIOLATIONS and message not in self.violations:
+            self.violations.append(message)
+            self.write()
+
+    # ---- reporting
+    def write(self) -> None:
+        doc = {"pid": os.getpid(), "sqlite": self.connections, "postgresql": self.postgresql,
+               "files": self.files, "violations": self.violations, "outages": self.outages}
+        tmp = self.path.with_name(self.path.name + ".tmp")
+        try:
+            tmp.write_text(json.dumps(doc, sort_keys=True), encoding="utf-8")
+            self.real["replace"](tmp, self.path)
+        except OSError:
+            pass  # the data dir went away (the drill is over): nothing left to tell
+
+
+#: The probe of this process, when a drill installed one.
+active: Probe | None = None
+
+
+def install_if_drilled() -> None:
+    """Called by ``__main__``: install the probe when the drill asked for it."""
+    global active
+    where = os.environ.get(PROBE_ENV)
+    if not where or active is not None:
+        return
+    report_dir = Path(where)
+    report_dir.mkdir(parents=True, exist_ok=True)
+    active = probe_hook.observer = Probe(report_dir, STATE_DB).install()
+
+
+def collect(report_dir: Path) -> dict[str, Any]:
+    """The drill's side: merge what every worker process reported."""
+    merged: dict[str, Any] = {"processes": 0, "sqlite": [], "postgresql": [],
+                              "files": {"file_fsyncs": 0, "dir_fsyncs": 0, "renames": 0, "synced_renames": 0},
+                              "violations": [], "outages": 0}
+    for path in sorted(report_dir.glob("*.json")):
+        try:
+            doc = read_json(path, "durability report")  # bounded (safe_read.py)
+        except CorruptStateError:
+            continue  # a report cut short by the kill itself: the next write would have replaced it
+        merged["processes"] += 1
+        merged["outages"] += int(doc.get("outages", 0))
+        for kind in ("sqlite", "postgresql"):
+            for seen in doc.get(kind, []):
+                if seen not in merged[kind]:
+                    merged[kind].append(seen)
+        for key in merged["files"]:
+            merged["files"][key] += int(doc.get("files", {}).get(key, 0))
+        for message in doc.get("violations", []):
+            if message not in merged["violations"]:
+                merged["violations"].append(message)
+    return merged

@@ -1,0 +1,138 @@
+"""The drill's judgement: the oracle's two clean runs, what the strategy stored read back, the checks.
+
+The oracle (oracle.py) knows only the input and job.py; verdict.py holds the checks as pure
+functions; the workers' durability probes (durability.py) say what they really ran with.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from .. import job
+from .. import settings as settings_module
+from ..runtime import effects
+from ..runtime.external import a_redone_call, applied_effects
+from ..runtime.strategy import Context
+from ..settings import Settings
+from . import verdict
+from .durability import PROBE_ENV, collect
+
+ORACLE_TIMEOUT_S = 120  # the oracle runs meanwhile; waiting longer means job.py hangs
+#: The second oracle run's wall clock is moved this far (a day and a bit): a job that
+#: reads the time, even rounded to the hour or the day, answers differently.
+ORACLE_CLOCK_SHIFT_S = 90061.5
+INPUT_FILE = "drill-input.json"
+PROBE_DIR = "drill-durability"
+
+
+def start_oracle(data_dir: Path, name: str, shuffle_seed: int | None, clock_shift_s: float,
+                 env: dict[str, str]) -> subprocess.Popen[bytes]:
+    """One oracle run in a clean process (oracle.py); ``env`` is the workers' without the probe."""
+    cmd = [sys.executable, "-m", f"{settings_module.PACKAGE}.drill.oracle", "--input", str(data_dir / INPUT_FILE),
+           "--output", str(data_dir / f"drill-oracle-{name}.json")]
+    if shuffle_seed is not None:
+        cmd += ["--shuffle-seed", str(shuffle_seed)]
+    if clock_shift_s:
+        cmd += ["--clock-shift-s", str(clock_shift_s)]
+    env = dict(env)
+    env.pop(PROBE_ENV, None)
+    with open(data_dir / f"drill-oracle-{name}.log", "wb") as err:
+        return subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=err, stderr=err, env=env)
+
+
+def _oracle_result(data_dir: Path, proc: subprocess.Popen[bytes], name: str) -> dict[str, Any]:
+    try:
+        code = proc.wait(timeout=ORACLE_TIMEOUT_S)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
+        raise _OracleFailed(f"the oracle took longer than {ORACLE_TIMEOUT_S} s (does process_record hang?)")
+    if code != 0:
+        lines = (data_dir / f"drill-oracle-{name}.log").read_text(errors="replace").strip().splitlines()
+        raise _OracleFailed(f"the oracle exited with code {code}: {lines[-1] if lines else 'no output'}")
+    result: dict[str, Any] = json.loads((data_dir / f"drill-oracle-{name}.json").read_text(encoding="utf-8"))
+    return result
+
+
+def judge(ctx: Context, settings: Settings, data_dir: Path, report: dict[str, Any], expected: set[tuple[str, str]],
+          records: list[dict[str, Any]], oracles: list[subprocess.Popen[bytes]],
+          state: dict[str, Any]) -> list[verdict.Failure]:
+    """Every failing check of the run (verdict.py); fills the report's ``oracle``, ``durability``
+    and ``store_outages_ridden``. ``settings`` are the project's (``ctx`` is the drill's own)."""
+    strategy = ctx.strategy
+    applied = applied_effects(data_dir)
+    failures: list[verdict.Failure] = []
+    try:
+        a, b = (_oracle_result(data_dir, proc, name) for proc, name in zip(oracles, "ab"))
+    except _OracleFailed as exc:
+        a = None
+        failures.append(verdict.failure("results", f"{exc}; results could not be checked"))
+    policy = report["plain_policy"] or ""
+    failures += verdict.check_effects(applied, expected, a, policy=policy,
+                                      in_doubt=set(effects.in_doubt_calls(data_dir, settings)),
+                                      resent=report["possible_duplicates"])
+    if a is not None:
+        a["records_in_order"] = [str(r["record_id"]) for r in records]
+        unstable = verdict.unstable_records(a, b)
+        skip = set(unstable)
+        failures += verdict.check_determinism(a, b, unstable)
+        stored = _read_back(strategy.stored_results, ctx, "results", failures)
+        if stored is not _UNREADABLE:
+            failures += verdict.check_results(stored, a, skip)
+        states = _read_back(strategy.stored_final_states, ctx, "final_state", failures)
+        if states is not _UNREADABLE:
+            failures += verdict.check_final_states(states, a, skip, job.fold)
+        failures += verdict.check_payloads(applied, a, skip)
+        report["oracle"] = {
+            "records": len(a["records"]), "expected_effects": len(expected), "steps": a["steps"],
+            "computed_by": "job.process_record in two clean processes (input order; shuffled with the clock "
+                           "moved), with a recording effect: no external call",
+            "unstable_records": len(unstable),
+            "errors": sum("error" in r for r in a["records"].values()),
+        }
+    else:
+        report["oracle"] = {"records": len(records), "expected_effects": len(expected), "steps": list(job.STEPS),
+                            "computed_by": "the oracle failed; see the results failure"}
+    failed_task = next((t for t in state.get("tasks", []) if t.get("error")), None)
+    # A store outage a worker rode out restarts its unit in flight like a kill: same allowance.
+    report["store_outages_ridden"] = collect(data_dir / PROBE_DIR)["outages"]
+    failures += verdict.check_run(report, promise=strategy.REDONE_CALLS_PER_KILL,
+                                  redone_example=a_redone_call(data_dir) if report["redone_calls"] else None,
+                                  failed_task=failed_task, log_path=str(data_dir / "drill-workers.log"),
+                                  resent=report["possible_duplicates"] if policy == "at-least-once" else None)
+    report["durability"] = observed_durability(ctx, data_dir)
+    failures += verdict.check_durability(report["durability"])
+    return failures
+
+
+def observed_durability(ctx: Context, data_dir: Path) -> dict[str, Any]:
+    """What the workers were observed to run with (their probes' reports, durability.py)."""
+    seen = collect(data_dir / PROBE_DIR)
+    if getattr(ctx.strategy, "STATE_STORE", "database") == "files":
+        return {"state_store": "files", "processes": seen["processes"], **seen["files"],
+                "violations": seen["violations"]}
+    if ctx.settings.database_url.startswith(("postgresql://", "postgres://")):
+        return {"state_store": "postgresql", "processes": seen["processes"], "settings": seen["postgresql"]}
+    return {"state_store": "sqlite", "processes": seen["processes"], "settings": seen["sqlite"]}
+
+
+_UNREADABLE = object()
+
+
+def _read_back(read: Callable[[Context], Any], ctx: Context, check: str, failures: list[verdict.Failure]) -> Any:
+    """What the strategy stored; a store it cannot read back is that check's failure, not a crash."""
+    try:
+        return read(ctx)
+    except Exception as exc:  # a broken store is exactly what a drill is for
+        failures.append(verdict.failure(check, f"what the run stored cannot be read back: "
+                                               f"{type(exc).__name__}: {exc}"))
+        return _UNREADABLE
+
+
+class _OracleFailed(Exception):
+    """The oracle could not say what the run should have produced."""

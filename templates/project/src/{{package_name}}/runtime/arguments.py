@@ -1,0 +1,36 @@
+"""Argument types shared by the command line (cli.py), the drill's options and the strategies' commands.
+
+Each raises ``argparse.ArgumentTypeError``: argparse turns it into one line and exit code 2.
+"""
+
+from __future__ import annotations
+
+import argparse
+
+
+def positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{text} must be at least 1")
+    return value
+
+
+def non_negative_float(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+    if value < 0 or value != value:
+        raise argparse.ArgumentTypeError(f"{text} must be zero or more")
+    return value
+
+
+def fraction(text: str) -> float:
+    """A probability in [0, 1)."""
+    value = non_negative_float(text)
+    if value >= 1:
+        raise argparse.ArgumentTypeError(f"{text} must be below 1")
+    return value

@@ -1,0 +1,216 @@
+"""The simulated external service (a payment API, a mailer, an upload target...).
+
+It lives in its own SQLite file, ``<data-dir>/external.db``, so the state store can
+never enlist it in a transaction: exactly the situation of a real remote API.
+
+It behaves as one of three KINDS of service (the project's ``effect_kind``, stored
+in ``external.db`` so every process of a data directory agrees):
+
+* ``idempotent``: ``apply(record_id, step, key, payload)`` applies the effect once
+  per key; a repeated key is acknowledged (``"duplicate"``) and not applied again
+  (think: a payment API with an ``Idempotency-Key`` header).
+* ``queryable``: every ``apply`` is applied (no dedupe), and the key is kept as the
+  call's *reference*; ``lookup(reference)`` answers "did my earlier call get
+  through?" (think: an order API you can ``GET /orders/REF``).
+* ``plain``: every ``apply`` is applied, the key is ignored and there is no
+  lookup (think: SMTP). Nobody can tell afterwards whether a call got through.
+
+``set_failure_rate(rate)``: from now on, fail that fraction of ``apply`` calls with
+a :class:`TransientError` before applying anything (``submit-demo --fail-rate F``,
+``drill --fail-rate F``). Stored in ``external.db``, so every worker process sees
+it; it overrides the ``external_failure_rate`` setting.
+
+Every request is logged in ``calls``; every applied effect in
+``effects(record_id, step, idempotency_key, applied_at)``. Verify any run with::
+
+    sqlite3 data/external.db "SELECT record_id, step, COUNT(*) FROM effects GROUP BY 1, 2 HAVING COUNT(*) > 1"
+
+Replacing it with a real service: http_service.py (the same interface over HTTP)
+and docs/wiring-a-real-service.md.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import sqlite3
+import time
+from pathlib import Path
+from typing import Any
+
+from .errors import JobError, StoreError, TransientError
+from ..settings import EFFECT_KIND
+
+EXTERNAL_DB = "external.db"
+
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS calls (
+    idempotency_key TEXT,
+    record_id       TEXT NOT NULL,
+    step            TEXT NOT NULL DEFAULT '',
+    kind            TEXT NOT NULL,   -- 'apply' or 'lookup'
+    outcome         TEXT NOT NULL,   -- applied | duplicate | failed | found | missing
+    pid             INTEGER NOT NULL,
+    at              DOUBLE PRECISION NOT NULL
+);
+CREATE TABLE IF NOT EXISTS effects (
+    record_id       TEXT NOT NULL,
+    step            TEXT NOT NULL DEFAULT '',   -- '' when a record has a single effect
+    idempotency_key TEXT,
+    applied_at      DOUBLE PRECISION NOT NULL,
+    payload         TEXT
+);
+-- Finding an effect by its key or reference (the idempotent kind's dedupe, the
+-- queryable kind's lookup). Not unique: a queryable or plain service applies every call.
+CREATE INDEX IF NOT EXISTS effects_by_reference ON effects (idempotency_key);
+-- What the service was told to do (set_failure_rate), for every process.
+CREATE TABLE IF NOT EXISTS config (
+    name  TEXT PRIMARY KEY,
+    value TEXT NOT NULL
+);
+"""
+
+INSERT_CALL = "INSERT INTO calls (idempotency_key, record_id, step, kind, outcome, pid, at) VALUES (?, ?, ?, ?, ?, ?, ?)"
+INSERT_EFFECT = "INSERT INTO effects (record_id, step, idempotency_key, applied_at, payload) VALUES (?, ?, ?, ?, ?)"
+SELECT_EFFECT_BY_KEY = "SELECT record_id, step, idempotency_key, applied_at, payload FROM effects WHERE idempotency_key = ?"
+SELECT_FAILURE_RATE = "SELECT value FROM config WHERE name = 'failure_rate'"
+SELECT_KIND = "SELECT value FROM config WHERE name = 'kind'"
+# The first process to open external.db decides its kind; later ones read it.
+INSERT_KIND = "INSERT INTO config (name, value) VALUES ('kind', ?) ON CONFLICT (name) DO NOTHING"
+
+KINDS = ("idempotent", "queryable", "plain")
+
+
+class NoLookup(JobError):
+    """lookup() on a service that cannot be asked (idempotent or plain): a strategy bug."""
+SET_FAILURE_RATE = """
+INSERT INTO config (name, value) VALUES ('failure_rate', ?)
+ON CONFLICT (name) DO UPDATE SET value = excluded.value"""
+
+
+class ExternalService:
+    def __init__(self, data_dir: Path, *, failure_rate: float = 0.0, busy_timeout_ms: int = 5000,
+                 seed: int | None = None, durable: bool = True, kind: str | None = None) -> None:
+        """``durable=False`` (benchmarks only) drops the service's own fsync per call:
+        synchronous=OFF, so a benchmark sees the worker's overhead without the service's.
+
+        ``kind``: what a new external.db becomes (default: the project's EFFECT_KIND);
+        an existing one keeps the kind it was created with."""
+        self.path = Path(data_dir) / EXTERNAL_DB
+        self.failure_rate = failure_rate
+        self._rng = random.Random(seed)
+        try:
+            self.conn = sqlite3.connect(self.path, isolation_level=None, timeout=busy_timeout_ms / 1000)
+            self.conn.execute(f"PRAGMA busy_timeout = {int(busy_timeout_ms)}")
+            self.conn.execute("PRAGMA journal_mode = WAL")
+            # The remote side is durable too: an acknowledged effect stays applied.
+            self.conn.execute(f"PRAGMA synchronous = {'FULL' if durable else 'OFF'}")
+            self.conn.executescript(SCHEMA)
+            if kind is not None and kind not in KINDS:
+                raise StoreError(f"unknown service kind {kind!r}; valid: {', '.join(KINDS)}")
+            self.conn.execute(INSERT_KIND, (kind or EFFECT_KIND,))
+            self.kind = str(self.conn.execute(SELECT_KIND).fetchone()[0])
+            told = self.conn.execute(SELECT_FAILURE_RATE).fetchone()
+        except sqlite3.Error as exc:
+            raise StoreError(f"external service database {self.path}: {exc}") from None
+        if told is not None:
+            self.failure_rate = float(told[0])
+
+    def set_failure_rate(self, rate: float) -> None:
+        """Fail this fraction of apply calls transiently, in every process using this data dir."""
+        self.conn.execute(SET_FAILURE_RATE, (str(rate),))
+        self.failure_rate = rate
+
+    def apply(self, record_id: str, step: str, idempotency_key: str | None, payload: Any = None) -> dict[str, Any]:
+        """One call. ``idempotency_key``: the dedupe key (idempotent), the reference
+        (queryable), ignored (plain: such a service has no key)."""
+        now, pid = time.time(), os.getpid()
+        key = None if self.kind == "plain" else idempotency_key
+        if self.failure_rate and self._rng.random() < self.failure_rate:
+            self.conn.execute(INSERT_CALL, (key, record_id, step, "apply", "failed", pid, now))
+            raise TransientError(f"external service unavailable (simulated) for {record_id}")
+        self.conn.execute("BEGIN IMMEDIATE")
+        try:
+            # Only the idempotent kind dedupes; the others apply every call they get.
+            seen = self.kind == "idempotent" and key is not None and self.conn.execute(
+                SELECT_EFFECT_BY_KEY, (key,)).fetchone() is not None
+            if not seen:
+                self.conn.execute(INSERT_EFFECT, (record_id, step, key, now, json.dumps(payload)))
+            outcome = "duplicate" if seen else "applied"
+            self.conn.execute(INSERT_CALL, (key, record_id, step, "apply", outcome, pid, now))
+        except BaseException:
+            self.conn.execute("ROLLBACK")
+            raise
+        self.conn.execute("COMMIT")
+        return {"status": outcome, "record_id": record_id, "step": step, "idempotency_key": key}
+
+    def lookup(self, reference: str) -> dict[str, Any] | None:
+        """Queryable kind only: the applied effect with this reference, or None if the
+        earlier call never got through."""
+        if self.kind != "queryable":
+            raise NoLookup(f"the service is {self.kind}: it cannot be asked whether a call got through (lookup)")
+        row = self.conn.execute(SELECT_EFFECT_BY_KEY, (reference,)).fetchone()
+        record_id, step = (row[0], row[1]) if row else ("", "")
+        self.conn.execute(INSERT_CALL, (reference, record_id, step, "lookup",
+                                        "found" if row else "missing", os.getpid(), time.time()))
+        if row is None:
+            return None
+        return {"status": "found", "record_id": row[0], "step": row[1], "idempotency_key": row[2]}
+
+    def close(self) -> None:
+        self.conn.close()
+
+
+def verify(data_dir: Path, expected: set[tuple[str, str]]) -> dict[str, Any]:
+    """Compare the applied effects with the expected (record_id, step) pairs.
+
+    lost = expected with no effect; duplicate_effects = extra applications of a
+    (record_id, step); redone_calls = apply calls repeating an earlier key.
+    """
+    conn = sqlite3.connect(Path(data_dir) / EXTERNAL_DB)
+    try:
+        counts = {(r, s): n for r, s, n in conn.execute(
+            "SELECT record_id, step, COUNT(*) FROM effects GROUP BY record_id, step")}
+        calls, distinct_keys = conn.execute(
+            "SELECT COUNT(*), COUNT(DISTINCT idempotency_key) FROM calls WHERE kind = 'apply' AND outcome != 'failed'"
+        ).fetchone()
+        lookups = conn.execute("SELECT COUNT(*) FROM calls WHERE kind = 'lookup'").fetchone()[0]
+        keyless, keyless_distinct = conn.execute(
+            "SELECT COUNT(*), COUNT(DISTINCT record_id || '/' || step) FROM calls"
+            " WHERE kind = 'apply' AND idempotency_key IS NULL AND outcome != 'failed'").fetchone()
+    finally:
+        conn.close()
+    return {
+        "lost": len(expected - counts.keys()),
+        "duplicate_effects": sum(n - 1 for n in counts.values() if n > 1),
+        "unexpected_effects": len(counts.keys() - expected),
+        "applied": len(counts),
+        # COUNT(DISTINCT) ignores NULL keys; keyless calls repeat per (record, step).
+        "redone_calls": (calls - keyless - distinct_keys) + (keyless - keyless_distinct),
+        "lookups": lookups,
+        "requests": calls + lookups,
+    }
+
+
+def applied_effects(data_dir: Path) -> list[tuple[str, str, Any]]:
+    """Every applied effect in the order applied: (record_id, step, payload)."""
+    conn = sqlite3.connect(Path(data_dir) / EXTERNAL_DB)
+    try:
+        rows = conn.execute("SELECT record_id, step, payload FROM effects ORDER BY rowid").fetchall()
+    finally:
+        conn.close()
+    return [(r, s, json.loads(p) if p is not None else None) for r, s, p in rows]
+
+
+def a_redone_call(data_dir: Path) -> str | None:
+    """One idempotency key (or keyless record/step) that was sent more than once, for messages."""
+    conn = sqlite3.connect(Path(data_dir) / EXTERNAL_DB)
+    try:
+        row = conn.execute(
+            "SELECT COALESCE(idempotency_key, record_id || '/' || step), COUNT(*) AS n FROM calls"
+            " WHERE kind = 'apply' AND outcome != 'failed' GROUP BY 1 HAVING COUNT(*) > 1 ORDER BY 1 LIMIT 1"
+        ).fetchone()
+    finally:
+        conn.close()
+    return f"{row[0]} ({row[1]} times)" if row else None

@@ -1,0 +1,107 @@
+"""How the drill feeds a queue project: its input published to a throwaway queue of its own
+(``drill_submit``), and the queue's figures added to its report (``drill_report``).
+
+The strategy modules hand these to the drill (strategy.py: ``drill_submit``, ``drill_report``).
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+from pathlib import Path
+from typing import Any
+
+import pika
+from pika import exceptions as amqp_errors
+
+from ..errors import JobError
+from ..strategy import Context
+from .broker import COUNT_EVENTS, DRILL_QUEUE_EXPIRES_S, DRILL_QUEUE_FILE, LOG_TABLE, connect, declare, queue_of, where, why
+
+
+def records_per_message(ctx: Context) -> int:
+    """The drill's messages: for checkpoint a task's worth of records, at most a batch (a drill
+    needs many messages: each one passes the consumer's windows once); one record otherwise."""
+    if ctx.strategy is None or ctx.strategy.NAME != "checkpoint":
+        return 1
+    return max(1, min(ctx.settings.task_size, ctx.settings.batch_size))
+
+
+def drill_submit(ctx: Context, records: list[dict[str, Any]], *, work_ms: float = 0.0) -> list[str]:
+    """The drill's input: the demo records published as persistent messages (each with a
+    correlation id) to a queue of its own, pinned to the drill's data directory, confirmed
+    by the broker before the workers start."""
+    if ctx.strategy is None:
+        raise JobError("no strategy loaded")
+    ctx.strategy.open_store(ctx, create=True).close()
+    queue = f"{ctx.settings.amqp_queue}.drill-{uuid.uuid4().hex[:10]}"
+    per = records_per_message(ctx)
+    ids = []
+    connection = _connect_for_drill(ctx)
+    try:
+        channel = connection.channel()
+        declare(channel, queue, DRILL_QUEUE_EXPIRES_S * 1000)
+        # A transaction per chunk: tx_commit returns once the broker has the persistent messages
+        # (safely stored), without a round trip per message as publisher confirms would need.
+        channel.tx_select()
+        for n, first in enumerate(range(0, len(records), per)):
+            cid = f"drill-{n:06d}"
+            channel.basic_publish("", queue, json.dumps({"records": records[first:first + per], "work_ms": work_ms}),
+                                  pika.BasicProperties(delivery_mode=pika.DeliveryMode.Persistent,
+                                                       correlation_id=cid, content_type="application/json"))
+            ids.append(cid)
+            if len(ids) % 500 == 0:
+                channel.tx_commit()
+        channel.tx_commit()
+    except amqp_errors.AMQPError as exc:
+        raise JobError(f"the broker at {where(ctx)} failed while the drill published its input "
+                       f"({why(exc)}); run the drill again") from None
+    finally:
+        if connection.is_open:
+            connection.close()
+    (ctx.data_dir / DRILL_QUEUE_FILE).write_text(json.dumps({
+        "queue": queue, "expires_s": DRILL_QUEUE_EXPIRES_S, "messages": len(ids), "records_per_message": per}),
+        encoding="utf-8")
+    return ids
+
+
+def _connect_for_drill(ctx: Context) -> pika.BlockingConnection:
+    try:
+        return connect(ctx)
+    except amqp_errors.AMQPConnectionError as exc:
+        raise JobError(f"the drill needs the broker at {where(ctx)} (set AMQP_URL): {why(exc)}") from None
+
+
+def drill_report(ctx: Context) -> dict[str, Any]:
+    """The queue's figures for the drill report: messages seen again (redelivered), found already
+    submitted (deduped), rejected, and what is left in the queue (0 when every message was acked)."""
+    store = ctx.strategy.open_store(ctx) if ctx.strategy is not None else None
+    counts: dict[str, int] = {}
+    if store is not None:
+        try:
+            with store.transaction():
+                store.execute(LOG_TABLE)
+            counts = {row["event"]: int(row["n"]) for row in store.all(COUNT_EVENTS)}
+        finally:
+            store.close()
+    queue, _ = queue_of(ctx)
+    left: int | None = None
+    try:
+        connection = connect(ctx)
+        try:
+            left = int(connection.channel().queue_declare(queue, passive=True).method.message_count)
+        finally:
+            connection.close()
+    except (amqp_errors.AMQPError, JobError):
+        pass
+    pinned = ctx.data_dir / DRILL_QUEUE_FILE
+    messages = json.loads(pinned.read_text(encoding="utf-8")).get("messages") if pinned.is_file() else None
+    return {"input_source": "rabbitmq", "queue": queue, "messages": messages,
+            "redelivered": counts.get("redelivered", 0), "deduped": counts.get("deduped", 0),
+            "rejected": counts.get("rejected", 0), "queue_left": left}
+
+
+def data_dir_queue(data_dir: Path) -> str | None:
+    """The drill queue pinned to a data directory, if any (for tests and tools)."""
+    pinned = data_dir / DRILL_QUEUE_FILE
+    return str(json.loads(pinned.read_text(encoding="utf-8"))["queue"]) if pinned.is_file() else None

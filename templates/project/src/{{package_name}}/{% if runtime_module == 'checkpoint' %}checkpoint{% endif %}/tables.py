@@ -1,0 +1,113 @@
+"""The checkpoint strategy's tables: the schema version, the JSON its columns hold, its SQL.
+
+``tasks`` (one row per task: its input, ``processed_offset`` and the running state),
+``results`` and ``intents`` (calls prepared before they are made); schema.sql creates them.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from ..runtime import correlation
+from ..runtime.state import StateCodec
+from ..runtime.store import Store, apply_schema, connect
+from ..runtime.strategy import Context
+
+SCHEMA_FILE = Path(__file__).parent.with_name("schema.sql")  # src/<package>/schema.sql
+SCHEMA_VERSION = 3
+#: MIGRATIONS[v] turns schema version v - 1 into v.
+MIGRATIONS = {
+    2: "ALTER TABLE tasks ADD COLUMN attempts INTEGER NOT NULL DEFAULT 0",
+    3: correlation.TABLE,  # submissions by correlation id
+}
+
+#: Task input, stored with the task (version 1).
+PAYLOAD = StateCodec("task-payload", 1)
+
+
+def _checkpoint_v1_to_v2(data: dict[str, Any]) -> dict[str, Any]:
+    # v1 kept only the sum; v2 keeps a count as well (a mean needs both).
+    return {"sum": data["sum"], "count": data.get("offset", 0)}
+
+
+#: The job's running state at processed_offset (job.fold's; version 2, version 1 is upgraded).
+CHECKPOINT = StateCodec("checkpoint", 2, {1: _checkpoint_v1_to_v2})
+
+# --------------------------------------------------------------------------- SQL
+INSERT_TASK = """
+INSERT INTO tasks (task_id, correlation_id, payload, status, processed_offset, total,
+                   checkpoint_data, created_at, updated_at)
+VALUES (?, ?, ?, 'pending', 0, ?, ?, ?, ?)"""
+
+COUNT_TASKS = "SELECT COUNT(*) AS n FROM tasks"
+
+# Candidates for a claim: new work, and running work whose owner may be gone.
+SELECT_CLAIMABLE = """
+SELECT task_id, status, instance_id, owner, updated_at FROM tasks
+WHERE status IN ('pending', 'running') ORDER BY created_at, task_id"""
+
+# Compare-and-set on (status, instance_id): of two workers claiming the same row,
+# exactly one changes it.
+CLAIM_TASK = """
+UPDATE tasks SET status = 'running', instance_id = ?, owner = ?, attempts = attempts + 1,
+                 claimed_at = ?, claimed_offset = processed_offset, updated_at = ?, error = NULL
+WHERE task_id = ? AND status = ? AND COALESCE(instance_id, '') = ?"""
+
+SELECT_TASK = "SELECT * FROM tasks WHERE task_id = ?"
+
+# Intents another (killed) instance prepared but never confirmed.
+SELECT_PREPARED = """
+SELECT seq FROM intents
+WHERE task_id = ? AND seq >= ? AND seq < ? AND status = 'prepared' AND instance_id != ?"""
+
+# Our own intents for records we did not reach (time trigger, signal): never called.
+DROP_UNUSED_INTENTS = """
+DELETE FROM intents WHERE task_id = ? AND seq >= ? AND seq < ? AND status = 'prepared' AND instance_id = ?"""
+
+# ON CONFLICT DO NOTHING: an intent left 'prepared' by a killed instance stays as it is.
+INSERT_INTENT = """
+INSERT INTO intents (idempotency_key, task_id, seq, status, instance_id, prepared_at)
+VALUES (?, ?, ?, 'prepared', ?, ?) ON CONFLICT (idempotency_key) DO NOTHING"""
+
+# A batch's intents are done once its offset commits ("done with the checkpoint" above):
+# they are removed in that same transaction, all at once by range (one statement; the
+# table holds a batch or two per running task, so no per-key update and no pile of
+# 'done' rows to scan and delete later).
+DELETE_BATCH_INTENTS = "DELETE FROM intents WHERE task_id = ? AND seq >= ? AND seq < ?"
+
+INSERT_RESULT = "INSERT INTO results (task_id, seq, record_id, output, created_at) VALUES (?, ?, ?, ?, ?)"
+
+# The checkpoint itself. WHERE processed_offset = ? is the optimistic lock: if
+# another worker moved the offset since we read it, 0 rows change and the whole
+# transaction (results included) is rolled back: the batch is given up.
+ADVANCE_OFFSET = """
+UPDATE tasks SET processed_offset = ?, checkpoint_data = ?, last_checkpoint_id = last_checkpoint_id + 1,
+                 status = CASE WHEN ? >= total THEN 'done' ELSE status END, updated_at = ?
+WHERE task_id = ? AND processed_offset = ? AND status = 'running'"""
+
+# 'done' rows are no longer written; this clears those a store from an earlier version kept.
+DELETE_DONE_INTENTS = "DELETE FROM intents WHERE task_id = ? AND status = 'done'"
+
+# Graceful stop (signal, --limit): hand the task back at its committed offset so
+# the next worker starts at once instead of waiting for the lease.
+RELEASE_TASK = """
+UPDATE tasks SET status = 'pending', owner = NULL, updated_at = ?
+WHERE task_id = ? AND instance_id = ? AND status = 'running'"""
+
+MARK_FAILED = "UPDATE tasks SET status = 'failed', error = ?, updated_at = ? WHERE task_id = ? AND instance_id = ?"
+
+SELECT_STATUS = """
+SELECT task_id, status, processed_offset, total, attempts, error, updated_at, claimed_at, claimed_offset,
+       last_checkpoint_id
+FROM tasks ORDER BY created_at, task_id"""
+
+# What the run stored, read back by the drill.
+SELECT_RESULTS = "SELECT record_id, output FROM results ORDER BY task_id, seq"
+SELECT_FINAL_STATES = "SELECT task_id, payload, checkpoint_data FROM tasks ORDER BY created_at, task_id"
+
+
+def open_store(ctx: Context, *, create: bool = False) -> Store:
+    store = connect(ctx.data_dir, ctx.settings, create=create)
+    apply_schema(store, SCHEMA_FILE.read_text(encoding="utf-8"), SCHEMA_VERSION, MIGRATIONS)
+    return store

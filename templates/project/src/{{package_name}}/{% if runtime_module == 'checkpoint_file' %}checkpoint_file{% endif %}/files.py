@@ -1,0 +1,139 @@
+"""The file variant's files: the input, and the checkpoint in two generations, each written atomically.
+
+Every write goes to a temporary file that is fsynced, then ``os.replace``-d over the old
+one, and the directory is fsynced; each checkpoint carries a SHA-256 checksum of its body;
+``load_checkpoint`` falls back to the previous generation when the newest cannot be read.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+from .. import job
+from ..runtime import faults
+from ..runtime.errors import CorruptStateError
+from ..runtime.safe_read import read_json
+from ..runtime.state import StateCodec
+
+INPUT_FILE = "input.json"
+CHECKPOINT_FILE = "checkpoint.json"
+PREVIOUS_FILE = "checkpoint.json.1"
+
+
+def _input_v1_to_v2(data: dict[str, Any]) -> dict[str, Any]:
+    # v2 remembers the submissions taken, by correlation id: [first record, count].
+    return {**data, "submissions": {}}
+
+
+#: The job's input, stored in the data directory so recovery never needs the source again
+#: (version 2; version 1 is upgraded).
+INPUT = StateCodec("file-input", 2, {1: _input_v1_to_v2})
+
+
+def _progress_v1_to_v2(data: dict[str, Any]) -> dict[str, Any]:
+    # v1 had offset and sum; v2 adds the count, the prepared range and timing.
+    return {"offset": data["offset"], "sum": data["sum"], "count": data["offset"], "prepared": None,
+            "instance_id": None, "written_at": None, "claimed_at": None, "claimed_offset": 0}
+
+
+def _progress_v2_to_v3(data: dict[str, Any]) -> dict[str, Any]:
+    # v3 keeps the job's running state (job.fold's) under its own key, apart from our bookkeeping.
+    rest = {k: v for k, v in data.items() if k not in ("sum", "count")}
+    return {**rest, "job_state": {"sum": data["sum"], "count": data["count"]}}
+
+
+#: The checkpoint body (version 3; versions 1 and 2 are upgraded, newer is refused).
+PROGRESS = StateCodec("file-checkpoint", 3, {1: _progress_v1_to_v2, 2: _progress_v2_to_v3})
+
+
+def log(message: str) -> None:
+    print(f"[{os.getpid()}] {message}", file=sys.stderr, flush=True)
+
+
+# ---------------------------------------------------------------- atomic files
+def _fsync_dir(directory: Path) -> None:
+    fd = os.open(directory, os.O_RDONLY)
+    try:
+        os.fsync(fd)  # makes the rename itself durable
+    finally:
+        os.close(fd)
+
+
+def write_atomic(path: Path, text: str) -> None:
+    """Temp file + fsync + os.replace + directory fsync."""
+    tmp = path.with_name(path.name + ".tmp")
+    with open(tmp, "w", encoding="utf-8") as f:
+        f.write(text)
+        f.flush()
+        os.fsync(f.fileno())
+    os.replace(tmp, path)
+    _fsync_dir(path.parent)
+
+
+def checksum(body: str) -> str:
+    return hashlib.sha256(body.encode("utf-8")).hexdigest()
+
+
+def save_checkpoint(data_dir: Path, state: dict[str, Any]) -> None:
+    """Write a new generation; the current one becomes the previous one."""
+    body = PROGRESS.dumps(state)
+    doc = json.dumps({"sha256": checksum(body), "body": body})
+    tmp = data_dir / (CHECKPOINT_FILE + ".tmp")
+    with open(tmp, "w", encoding="utf-8") as f:
+        f.write(doc)
+        f.flush()
+        os.fsync(f.fileno())
+    current = data_dir / CHECKPOINT_FILE
+    if current.exists():
+        # A crash between these two renames leaves only the previous generation:
+        # load_checkpoint() falls back to it, which is exactly what it is for.
+        os.replace(current, data_dir / PREVIOUS_FILE)
+        faults.window("between_renames")
+    os.replace(tmp, current)
+    _fsync_dir(data_dir)
+
+
+def read_generation(path: Path) -> dict[str, Any]:
+    """One checkpoint file, checksum verified. Raises CorruptStateError."""
+    try:
+        doc = read_json(path, "checkpoint file")  # bounded size and depth (safe_read.py)
+        body, digest = doc["body"], doc["sha256"]
+    except (KeyError, TypeError) as exc:
+        raise CorruptStateError(f"{path.name}: unreadable ({exc.__class__.__name__}: {exc})") from None
+    if not isinstance(body, str) or checksum(body) != digest:
+        raise CorruptStateError(f"{path.name}: checksum mismatch")
+    return PROGRESS.loads(body)
+
+
+def load_checkpoint(data_dir: Path) -> tuple[dict[str, Any] | None, str | None]:
+    """The newest readable generation and its file name; (None, None) before the first one."""
+    problems = []
+    for name in (CHECKPOINT_FILE, PREVIOUS_FILE):
+        path = data_dir / name
+        if not path.exists():
+            if name == CHECKPOINT_FILE and (data_dir / PREVIOUS_FILE).exists():
+                problems.append(f"{name}: missing")
+            continue
+        try:
+            state = read_generation(path)
+        except CorruptStateError as exc:
+            problems.append(str(exc))
+            continue
+        for problem in problems:
+            log(f"checkpoint {problem}; falling back to {name}")
+        return state, name
+    if problems:
+        raise CorruptStateError("no readable checkpoint generation in "
+                                f"{data_dir} ({'; '.join(problems)}); restore one from a replica "
+                                "or delete both files to start over")
+    return None, None
+
+
+def initial_progress() -> dict[str, Any]:
+    return {"offset": 0, "job_state": dict(job.INITIAL_STATE), "prepared": None, "instance_id": None,
+            "written_at": None, "claimed_at": None, "claimed_offset": 0}

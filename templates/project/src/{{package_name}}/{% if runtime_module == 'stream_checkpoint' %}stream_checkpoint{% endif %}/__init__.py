@@ -1,0 +1,225 @@
+"""Stream checkpoint: the stream engine's own checkpoint, and a sink that makes replays harmless.
+
+The recovery point (the three questions):
+
+* **Where** — two places, each owned by one party. Spark's checkpoint location
+  holds the source offsets (which landing files each micro-batch reads, logged
+  *before* the batch runs) and the commit log (which batches finished). The
+  state store holds the sink's results and the ids of the batches it committed,
+  written in one transaction (sink.py).
+* **How often** — once per micro-batch (one landing file of ``batch_size``
+  records here; ``maxFilesPerTrigger``).
+* **No duplicates, no omissions** — a batch is replayed after a kill until
+  Spark's commit log has it; the sink skips a batch id it already committed, and
+  the external calls of a half-done batch carry idempotency keys derived from the
+  record, so the service applies each once.
+
+The job is in spark.py, the sink in sink.py; this module is the
+interface every strategy gives the CLI, ``status`` and the drill (strategy.py).
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import os
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from ..runtime import correlation, effects
+from .. import job
+from ..runtime.errors import JobError
+from ..settings import Settings
+from ..runtime.shutdown import Shutdown
+from ..runtime.store import Store, apply_schema, connect, workload_held
+from ..runtime.strategy import Context, Submitted, percent
+
+NAME = "stream-checkpoint"
+#: One driver per checkpoint location (Spark refuses two active queries on one).
+MULTI_WORKER = False
+#: A kill in the middle of a micro-batch replays it whole: the calls it had made
+#: are sent again with the same keys (an idempotent service answers 'duplicate'), at
+#: most one batch, i.e. one landing file of batch_size records; none for the other
+#: kinds (looked up, or in doubt: effects.py).
+REDONE_CALLS_PER_KILL = effects.promise(Settings.from_env().batch_size * len(job.STEPS))
+#: Where ``drill --aim`` kills (fault-injection points in sink.py: faults.window).
+WINDOWS = {
+    "after_effects": "the batch's external calls were made; the sink has not committed",
+    "after_sink_commit": "the sink committed results + batch id; Spark has not written its commit log",
+}
+
+#: What `reset` drops in the state store (strategy.py): every table schema.sql creates.
+STORE_TABLES = ("stream_files", "stream_batches", "stream_skipped", "stream_results", "schema_version")
+#: What `reset` removes from the data directory: the landing files and Spark's own state there
+#: (a checkpoint_location elsewhere is not touched).
+STATE_FILES = ("landing", "spark-checkpoint", "spark-local", "spark-driver.log")
+
+SCHEMA_FILE = Path(__file__).parent.with_name("schema.sql")  # src/<package>/schema.sql
+SCHEMA_VERSION = 2
+#: MIGRATIONS[v] turns schema version v - 1 into v.
+MIGRATIONS: dict[int, str] = {
+    2: correlation.TABLE,  # submissions by correlation id
+}
+
+
+def open_store(ctx: Context, *, create: bool = False) -> Store:
+    store = connect(ctx.data_dir, ctx.settings, create=create)
+    apply_schema(store, SCHEMA_FILE.read_text(encoding="utf-8"), SCHEMA_VERSION, MIGRATIONS)
+    return store
+
+
+def write_landing_file(data_dir: Path, name: str, records: list[dict[str, Any]]) -> Path:
+    """Atomically: a temp file (hidden from Spark by its leading '.') renamed into place."""
+    from .spark import landing_dir
+
+    where = landing_dir(data_dir)
+    where.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=".tmp-", dir=where)
+    with os.fdopen(fd, "w", encoding="utf-8") as out:
+        for record in records:
+            out.write(json.dumps(record, sort_keys=True) + "\n")
+        out.flush()
+        os.fsync(out.fileno())
+    final = where / name
+    os.replace(tmp, final)
+    dir_fd = os.open(where, os.O_RDONLY)
+    try:
+        os.fsync(dir_fd)
+    finally:
+        os.close(dir_fd)
+    return final
+
+
+def _register(ctx: Context, files: list[tuple[Path, int]], work_ms: float) -> None:
+    store = open_store(ctx, create=True)
+    try:
+        with store.transaction():
+            for path, n in files:
+                store.execute("INSERT INTO stream_files (path, records, work_ms, submitted_at) VALUES (?, ?, ?, ?)",
+                              (str(path.resolve()), n, work_ms, time.time()))
+    finally:
+        store.close()
+
+
+def submit(ctx: Context, records: list[dict[str, Any]], *, work_ms: float = 0.0,
+           correlation_id: str | None = None) -> Submitted:
+    """Without a correlation id: the demo workload as landing files of ``batch_size``
+    records (one micro-batch each), on a data directory that holds none yet. With one:
+    the records as one landing file for the next micro-batch, unless that id was
+    submitted before (then its file's name comes back and nothing lands)."""
+    if correlation_id is not None:
+        return _submit_correlated(ctx, records, work_ms, correlation_id)
+    store = open_store(ctx, create=True)
+    try:
+        row = store.one("SELECT COUNT(*) AS n FROM stream_files")
+    finally:
+        store.close()
+    if row and int(row["n"]):
+        raise JobError(f"{workload_held(store, ctx.data_dir)}; `submit --file` adds a file to the stream")
+    size = ctx.settings.batch_size
+    files = []
+    for start in range(0, len(records), size):
+        chunk = records[start:start + size]
+        files.append((write_landing_file(ctx.data_dir, f"demo-{start // size:06d}.jsonl", chunk), len(chunk)))
+    _register(ctx, files, work_ms)
+    return Submitted([path.name for path, _ in files])
+
+
+def _submit_correlated(ctx: Context, records: list[dict[str, Any]], work_ms: float, correlation_id: str) -> Submitted:
+    # The file's name comes from the correlation id: a delivery killed after its file
+    # landed but before this commit lands the same file under the same name again, and
+    # Spark's file source reads a path once.
+    name = f"sub-{hashlib.sha256(correlation.check(correlation_id).encode()).hexdigest()[:24]}.jsonl"
+    store = open_store(ctx, create=True)
+    try:
+        with store.transaction():
+            existing = correlation.claim(store, correlation_id, len(records))
+            if existing is not None:
+                return Submitted(existing, added=False)
+            final = write_landing_file(ctx.data_dir, name, records)
+            store.execute("INSERT INTO stream_files (path, records, work_ms, submitted_at) VALUES (?, ?, ?, ?) "
+                          "ON CONFLICT (path) DO NOTHING", (str(final.resolve()), len(records), work_ms, time.time()))
+            correlation.record(store, correlation_id, [final.name])
+    finally:
+        store.close()
+    return Submitted([final.name])
+
+
+def run(ctx: Context, shutdown: Shutdown, *, limit: int | None = None, follow: bool = False) -> int:
+    from .spark import run_stream
+    from .sink import IdempotentSink
+
+    store = open_store(ctx)  # refuses a data dir nobody submitted to
+    try:
+        row = store.one("SELECT COALESCE(MAX(work_ms), 0) AS w FROM stream_files")
+    finally:
+        store.close()
+    sink = IdempotentSink(lambda: open_store(ctx), ctx.external, work_ms=float(row["w"]) if row else 0.0,
+                          make_effects=lambda external: effects.Effects(external, ctx.data_dir, ctx.settings))
+    code = run_stream(ctx, sink, shutdown, follow=follow)
+    print(f"{sink.records} records in {sink.batches} micro-batch(es); "
+          f"{sink.skipped} replayed batch(es) skipped", flush=True)
+    return code
+
+
+def status(ctx: Context) -> dict[str, Any]:
+    store = open_store(ctx)
+    try:
+        total = int((store.one("SELECT COALESCE(SUM(records), 0) AS n FROM stream_files") or {"n": 0})["n"])
+        done = int((store.one("SELECT COUNT(DISTINCT record_id) AS n FROM stream_results") or {"n": 0})["n"])
+        batches = store.one("SELECT COUNT(*) AS n, MIN(committed_at) AS first, MAX(committed_at) AS last "
+                            "FROM stream_batches") or {}
+        skipped = int((store.one("SELECT COUNT(*) AS n FROM stream_skipped") or {"n": 0})["n"])
+    finally:
+        store.close()
+    last, first = batches.get("last"), batches.get("first")
+    elapsed = (last - first) if last and first else 0
+    task = {"task_id": "stream", "status": "done" if total and done >= total else "running" if done else "pending",
+            "done": done, "total": total, "percent": round(percent(done, total), 1),
+            "last_checkpoint_age_s": round(time.time() - last, 3) if last else None,
+            "rate_per_s": round(done / elapsed, 1) if elapsed > 0 else None,
+            "attempts": int(batches.get("n") or 0), "error": None}
+    return {"strategy": NAME, "total": total, "done": done, "percent": round(percent(done, total), 1),
+            "failed": 0, "tasks": [task], "batches": int(batches.get("n") or 0),
+            "replayed_batches_skipped": skipped}
+
+
+def drill_report(ctx: Context) -> dict[str, Any]:
+    """Extra keys of this strategy's drill report."""
+    return {"replayed_batches_skipped": status(ctx)["replayed_batches_skipped"]}
+
+
+def expected_effects(records: list[dict[str, Any]]) -> set[tuple[str, str]]:
+    return {(str(r["record_id"]), step) for r in records for step in job.STEPS}
+
+
+def stored_results(ctx: Context) -> list[tuple[str, Any]]:
+    store = open_store(ctx)
+    try:
+        rows = store.all("SELECT record_id, result FROM stream_results ORDER BY batch_id, record_id")
+    finally:
+        store.close()
+    return [(str(r["record_id"]), json.loads(r["result"])) for r in rows]
+
+
+def stored_final_states(ctx: Context) -> None:
+    """None: the sink keeps per-record results, no running state."""
+    return None
+
+
+def add_commands(sub: Any, common: argparse.ArgumentParser) -> None:
+    run_parser = sub.choices["run"]
+    run_parser.add_argument("--follow", action="store_true",
+                            help="keep running: a micro-batch every trigger_interval_s for new landing files")
+    run_parser.set_defaults(func=_cmd_run)
+
+
+def _cmd_run(args: argparse.Namespace, ctx: Context) -> int:
+    shutdown = Shutdown(ctx.settings.grace_period_s).install()
+    try:
+        return run(ctx, shutdown, follow=args.follow)
+    finally:
+        shutdown.cancel()

@@ -1,0 +1,151 @@
+"""The Spark Structured Streaming job: read the landing directory, write through the sink.
+
+Shaped like Spark's own examples (examples/src/main/python/sql/streaming/ in
+apache/spark): build the session, read the stream, write it with a checkpoint
+location, await termination.
+
+* **Source** — the landing directory (``<data-dir>/landing``): JSON Lines files
+  that ``submit-demo`` and ``submit --file`` write atomically (temp file, then
+  rename; Spark must never see half a file). Read as whole files
+  (``wholetext``), one landing file per micro-batch (``maxFilesPerTrigger=1``),
+  so the sink can name the file and line of bad input. Replayable: Spark records
+  which files each batch holds in ``<checkpoint>/offsets/`` before running it.
+* **Trigger** — ``run``: ``availableNow`` (process what is there, stop, exit 0);
+  ``run --follow``: a processing-time trigger every ``trigger_interval_s``.
+* **Checkpoint** — ``checkpoint_location`` (default ``<data-dir>/spark-checkpoint``;
+  any Hadoop-compatible URI: ``hdfs://…``, ``s3a://…``). ``spark.local.dir`` and the
+  JVM's temp dir live in ``<data-dir>/spark-local`` (a killed driver leaves nothing
+  in /tmp; the next run empties it).
+* **Master** — ``spark-submit --master …`` decides; run with plain ``python``, the
+  ``spark_master`` setting (default ``local[2]``) is passed the way spark-submit
+  would be (``PYSPARK_SUBMIT_ARGS``), never hard-coded with ``.master()``, which
+  would override ``spark-submit --master``.
+* **Signals** — the JVM is started in a session of its own (``start_new_session``):
+  a SIGTERM/SIGINT sent to the driver's whole process group (Ctrl-C, ``kill --
+  -PGID``, systemd's default KillMode) reaches the Python driver only. Otherwise
+  the JVM dies first (exit 1, the batch in hand abandoned). The driver waits for
+  the batch in the sink, stops the query and the JVM, and exits 0. A killed driver
+  takes the JVM with it: the JVM exits when its stdin (a pipe from the driver)
+  closes.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import time
+from pathlib import Path
+from typing import Any
+
+from .. import settings as settings_module
+from ..runtime.errors import JobError
+from ..runtime.shutdown import Shutdown
+from .sink import IdempotentSink
+from ..runtime.strategy import Context
+
+LANDING = "landing"
+CHECKPOINT = "spark-checkpoint"
+LOCAL = "spark-local"
+
+
+def landing_dir(data_dir: Path) -> Path:
+    return data_dir / LANDING
+
+
+def checkpoint_location(ctx: Context) -> str:
+    return ctx.settings.checkpoint_location or str((ctx.data_dir / CHECKPOINT).resolve())
+
+
+def build_session(ctx: Context) -> Any:
+    """A SparkSession whose JVM runs in its own session; spark-submit's master wins."""
+    from pyspark import SparkConf, SparkContext
+    from pyspark.java_gateway import launch_gateway
+    from pyspark.sql import SparkSession
+
+    local = (ctx.data_dir / LOCAL).resolve()
+    shutil.rmtree(local, ignore_errors=True)  # what a killed driver left behind
+    (local / "tmp").mkdir(parents=True)
+    # Plain python: pass what spark-submit would (a PYSPARK_SUBMIT_ARGS of your own wins).
+    # Under spark-submit (PYSPARK_GATEWAY_PORT set) its --master and --conf decide.
+    ours = " ".join(["--master", ctx.settings.spark_master, "--conf", f"spark.local.dir={local}",
+                     f"--driver-java-options=-Djava.io.tmpdir={local / 'tmp'}", "pyspark-shell"])
+    given = os.environ.get("PYSPARK_SUBMIT_ARGS")
+    conf = (SparkConf().setAppName(f"{settings_module.PACKAGE}-stream")
+            .set("spark.local.dir", str(local))
+            .set("spark.ui.enabled", "false")
+            .set("spark.sql.shuffle.partitions", "2"))
+    log = open(ctx.data_dir / "spark-driver.log", "ab")  # the JVM's own output
+    os.environ["PYSPARK_SUBMIT_ARGS"] = given or ours
+    try:
+        gateway = launch_gateway(conf, popen_kwargs={"start_new_session": True, "stdout": log, "stderr": log})
+    finally:
+        log.close()
+        if given is None:
+            del os.environ["PYSPARK_SUBMIT_ARGS"]
+    SparkContext(conf=conf, gateway=gateway)
+    spark = SparkSession.builder.getOrCreate()
+    spark.sparkContext.setLogLevel("ERROR")
+    return spark
+
+
+def stop_session(spark: Any) -> None:
+    """Stop Spark and wait for its JVM: nothing outlives the driver."""
+    from pyspark import SparkContext
+
+    gateway = SparkContext._gateway
+    proc = getattr(gateway, "proc", None)
+    spark.stop()
+    if proc is not None:  # launched by us (spark-submit owns its own JVM)
+        gateway.shutdown()
+        proc.stdin.close()  # the JVM exits on EOF
+        try:
+            proc.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+        SparkContext._gateway = None
+        SparkContext._jvm = None
+
+
+def start_query(spark: Any, ctx: Context, write_batch: Any, *, follow: bool, checkpoint: str | None = None) -> Any:
+    """Read the landing directory as a stream; every micro-batch goes to ``write_batch``."""
+    lines = (spark.readStream
+             .format("text")
+             .option("wholetext", True)
+             .option("maxFilesPerTrigger", 1)
+             .load(str(landing_dir(ctx.data_dir).resolve()))
+             .selectExpr("_metadata.file_path AS path", "value"))
+    writer = (lines.writeStream
+              .foreachBatch(write_batch)
+              .option("checkpointLocation", checkpoint or checkpoint_location(ctx)))
+    if follow:
+        writer = writer.trigger(processingTime=f"{ctx.settings.trigger_interval_s} seconds")
+    else:
+        writer = writer.trigger(availableNow=True)
+    return writer.start()
+
+
+def run_stream(ctx: Context, sink: IdempotentSink, shutdown: Shutdown, *, follow: bool) -> int:
+    spark = build_session(ctx)
+    try:
+        query = start_query(spark, ctx, sink.write, follow=follow)
+        try:
+            while query.isActive and not shutdown.requested:
+                query.awaitTermination(0.2)
+            if shutdown.requested and query.isActive:
+                with sink.busy:  # the batch in hand reaches its commit first
+                    pass
+                query.stop()
+        except Exception as failed:  # the query died: StreamingQueryException
+            if sink.error is not None:
+                raise sink.error from None  # bad input: the file and line, not a JVM stack
+            raise JobError(f"the streaming query failed: {str(failed).splitlines()[0]}") from None
+        if sink.error is not None:
+            raise sink.error
+        return 0
+    finally:
+        started = time.monotonic()
+        stop_session(spark)
+        if shutdown.requested:
+            print(f"stopped after the current batch ({time.monotonic() - started:.1f} s to stop Spark)", flush=True)
