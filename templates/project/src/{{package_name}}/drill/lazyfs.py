@@ -109,19 +109,20 @@ def lazyfs_mounts(under: Path | None = None) -> list[Path]:
     return found
 
 
-def _unmount(mountpoint: Path) -> None:
-    """fusermount3 -u; if busy, a lazy unmount (the kernel detaches it now, frees it when the last file closes)."""
-    fusermount = shutil.which("fusermount3")
-    attempts = []
-    if fusermount:
-        attempts += [[fusermount, "-u", str(mountpoint)], [fusermount, "-u", "-z", str(mountpoint)]]
-    if os.geteuid() == 0:
-        attempts += [["umount", str(mountpoint)], ["umount", "-l", str(mountpoint)]]
-    for cmd in attempts:
+def _unmount(mountpoint: Path) -> bool:
+    """fusermount3 -u; if busy, a lazy unmount (the kernel detaches it now, frees it when the last file closes).
+    True when a plain unmount did it (LazyFS then exits by itself), False after a lazy one."""
+    fusermount, root, point = shutil.which("fusermount3"), os.geteuid() == 0, str(mountpoint)
+    plain = ([[fusermount, "-u", point]] if fusermount else []) + ([["umount", point]] if root else [])
+    lazy = ([[fusermount, "-u", "-z", point]] if fusermount else []) + ([["umount", "-l", point]] if root else [])
+    for cmd in plain + lazy:
         if not _is_mounted(mountpoint):
-            return
+            break
         with contextlib.suppress(OSError, subprocess.TimeoutExpired):
             subprocess.run(cmd, capture_output=True, timeout=20)
+        if cmd in lazy:
+            return False
+    return True
 
 
 def _is_mounted(mountpoint: Path) -> bool:
@@ -193,6 +194,15 @@ class LazyFS:
         """False once LazyFS died (an armed crash fired); its mount then answers ENOTCONN until restart()."""
         return self._proc is not None and self._proc.poll() is None
 
+    def crashed(self, timeout: float = 5.0) -> bool:
+        """Whether LazyFS has died, waiting up to ``timeout`` seconds for it (a writer sees ENOTCONN a moment
+        before the process is gone)."""
+        if self._proc is None:
+            return False
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            self._proc.wait(timeout)
+        return not self.alive()
+
     def start(self, timeout: float = 20.0) -> None:
         if not self._done.exists():
             os.mkfifo(self._done)
@@ -219,10 +229,10 @@ class LazyFS:
 
     def stop(self) -> None:
         """Unmount, then make sure the process is gone: fusermount3 -u, lazy unmount, SIGTERM, SIGKILL."""
-        _unmount(self.mountpoint)
+        clean = _unmount(self.mountpoint)
         if self._proc is not None:
-            try:
-                self._proc.wait(timeout=5)
+            try:  # after a lazy unmount LazyFS serves open files until they close: do not wait for that
+                self._proc.wait(timeout=5 if clean else 0.5)
             except subprocess.TimeoutExpired:
                 self._proc.terminate()
                 try:
@@ -361,12 +371,14 @@ def lazyfs_mount(backing: Path, mountpoint: Path, *, cache_size: str = "256mb", 
     backing, mountpoint = Path(backing).resolve(), Path(mountpoint).resolve()
     if not backing.is_dir():
         raise LazyFSError(f"the backing directory {backing} does not exist")
+    if "," in str(backing):  # it travels as the mount option subdir=..., and FUSE splits options at commas
+        raise LazyFSError(f"the backing directory {backing} has a comma in its path: LazyFS cannot mount it")
     if mountpoint == backing or backing in mountpoint.parents or mountpoint in backing.parents:
         raise LazyFSError(f"mount point {mountpoint} and backing directory {backing} must not contain each other")
     if _is_mounted(mountpoint):
         raise LazyFSError(f"{mountpoint} is already a LazyFS mount (a stale one?): remove_stale_mounts() clears it")
     mountpoint.mkdir(parents=True, exist_ok=True)
-    with tempfile.TemporaryDirectory(prefix="lazyfs-") as work, _sigterm_raises():
+    with tempfile.TemporaryDirectory(prefix="lazyfs_", dir=_workdir_parent()) as work, _sigterm_raises():
         fs = LazyFS(backing, mountpoint, binary, cache_size, Path(work))
         try:
             fs.start(timeout)
@@ -374,6 +386,15 @@ def lazyfs_mount(backing: Path, mountpoint: Path, *, cache_size: str = "256mb", 
         finally:
             with _sigterm_deferred():
                 fs.stop()
+
+
+def _workdir_parent() -> str:
+    """Where the config goes. LazyFS ignores a --config-path that contains "-o" in any case (it takes it
+    for a mount option) and looks for config/default.toml instead: keep "-o" out of that path."""
+    for parent in (tempfile.gettempdir(), "/tmp", "/dev/shm"):
+        if "-o" not in parent.lower() and os.access(parent, os.W_OK):
+            return parent
+    raise LazyFSError('no writable temp directory without "-o" in its path for LazyFS\'s config: set TMPDIR')
 
 
 @contextlib.contextmanager
