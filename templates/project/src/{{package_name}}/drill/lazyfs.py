@@ -35,9 +35,10 @@ BINARY_ENV = "LAZYFS_BIN"  # an explicit path to the lazyfs binary wins over eve
 FSTYPE = "fuse.lazyfs"  # how its mounts appear in /proc/self/mountinfo
 HOW_TO_GET = (
     "Get LazyFS: in the Continuity Advisor's checkout run `make lazyfs`; or build it from "
-    "https://github.com/dsrhaslab/lazyfs (Debian/Ubuntu: `apt-get install g++ cmake libfuse3-dev fuse3`, then "
-    "`cd libs/libpcache && ./build.sh` and `cd lazyfs && ./build.sh`, binary lazyfs/build/lazyfs) and put it on "
-    f"PATH or set {BINARY_ENV}=/path/to/lazyfs; add `user_allow_other` to /etc/fuse.conf."
+    "https://github.com/dsrhaslab/lazyfs (Debian/Ubuntu: `apt-get install g++ cmake git libfuse3-dev fuse3`; its "
+    "build fetches toml11 and spdlog from GitHub): `cd libs/libpcache && ./build.sh`, then `cd lazyfs && ./build.sh`, "
+    f"and put lazyfs/build/lazyfs on PATH or set {BINARY_ENV}=/path/to/lazyfs; add `user_allow_other` to "
+    "/etc/fuse.conf."
 )
 
 
@@ -431,3 +432,9 @@ def _sigterm_deferred() -> Iterator[None]:
             previous(signal.SIGTERM, None)
         elif received and previous == signal.SIG_DFL:
             raise SystemExit(128 + signal.SIGTERM)
+
+
+if __name__ == "__main__":  # `python lazyfs.py`: can LazyFS run here? Exit 0 yes, 1 not installed, 2 no FUSE/permission
+    _problem = unavailable_reason()
+    print(_problem or f"LazyFS {find_binary()} can mount here")
+    raise SystemExit(0 if _problem is None else 1 if find_binary() is None else 2)
