@@ -18,13 +18,14 @@ import argparse
 import os
 import shutil
 import signal
-import sqlite3
 import statistics
 import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
+
+from generated import Pair, fsync_us  # noqa: E402  (benchmarks/generated.py puts the checkout on sys.path)
 
 TESTS = Path(__file__).resolve().parents[1] / "tests"
 sys.path.insert(0, str(TESTS))
@@ -35,19 +36,10 @@ from test_lazyfs import SQLITE_WRITER, copied, surviving_units  # noqa: E402
 lazyfs = load_lazyfs()
 
 
-def sqlite_commit_ms(folder: Path, commits: int) -> float:
-    """Median milliseconds of one durable commit (WAL, synchronous=FULL, one row)."""
-    db = sqlite3.connect(folder / "bench.db", isolation_level=None)
-    db.execute("PRAGMA journal_mode = WAL")
-    db.execute("PRAGMA synchronous = FULL")
-    db.execute("CREATE TABLE IF NOT EXISTS unit (id INTEGER PRIMARY KEY)")
-    times = []
-    for i in range(commits):
-        started = time.perf_counter()
-        db.execute("INSERT INTO unit (id) VALUES (NULL)")
-        times.append((time.perf_counter() - started) * 1000)
-    db.close()
-    return statistics.median(times)
+def commit_row(pair: Pair) -> str:
+    r = sorted(pair.ratios)
+    return (f"LazyFS {statistics.median(pair.ours):.2f} ms, plain {statistics.median(pair.base):.2f} ms; ratio "
+            f"LazyFS / plain {pair.ratio():.2f} ({r[0]:.2f}-{r[-1]:.2f}): LazyFS's fsync never reaches the disk")
 
 
 def mount_and_clear(root: Path) -> tuple[float, float, float]:
@@ -96,14 +88,15 @@ def postgres_figures(args: argparse.Namespace, tmp: Path) -> None:
                 times.append((time.perf_counter() - started) * 1000)
         return statistics.median(times)
 
-    lazy, plain = [], []
+    def server_commit_ms(on_lazyfs: bool) -> float:
+        with postgres_on_lazyfs(lazyfs=on_lazyfs) as pg:
+            pg.start(fsync="on", synchronous_commit="on")
+            return commit_ms(pg.url)
+
+    postgres = Pair()
     for _ in range(args.rounds):
-        for on_lazyfs, into in ((True, lazy), (False, plain)):
-            with postgres_on_lazyfs(lazyfs=on_lazyfs) as pg:
-                pg.start(fsync="on", synchronous_commit="on")
-                into.append(commit_ms(pg.url))
-    print(f"PostgreSQL commit (fsync on, synchronous_commit on): LazyFS {statistics.median(lazy):.2f} ms, "
-          f"plain {statistics.median(plain):.2f} ms, ratio {statistics.median(lazy) / statistics.median(plain):.1f}")
+        postgres.round(lambda: server_commit_ms(True), lambda: server_commit_ms(False))
+    print(f"PostgreSQL commit (fsync on, synchronous_commit on): {commit_row(postgres)}")
 
     modes = {
         "on": ({"fsync": "on", "synchronous_commit": "on"}, False),
@@ -145,16 +138,14 @@ def main() -> int:
         mount_s, empty_ms, full_ms = (statistics.median(f[i] for f in figures) for i in range(3))
         print(f"mount {mount_s:.2f} s; clear-cache {empty_ms:.1f} ms (nothing unsynced), "
               f"{full_ms:.1f} ms (50 MB unsynced)")
-        lazy, plain = [], []
+        sqlite = Pair()
         for i in range(args.rounds):
-            (tmp / f"plain{i}").mkdir()
-            plain.append(sqlite_commit_ms(tmp / f"plain{i}", args.commits))
             backing = tmp / f"backing{i}"
             backing.mkdir()
             with lazyfs.lazyfs_mount(backing, tmp / f"mnt{i}", cache_size="64mb", binary=binary()):
-                lazy.append(sqlite_commit_ms(tmp / f"mnt{i}", args.commits))
-        print(f"SQLite commit (WAL, synchronous=FULL): LazyFS {statistics.median(lazy):.2f} ms, "
-              f"plain {statistics.median(plain):.2f} ms, ratio {statistics.median(lazy) / statistics.median(plain):.1f}")
+                sqlite.round(lambda: fsync_us(tmp / f"mnt{i}", args.commits) / 1000,
+                             lambda: fsync_us(tmp / f"plain{i}", args.commits) / 1000)
+        print(f"SQLite commit (WAL, synchronous=FULL): {commit_row(sqlite)}")
         for synchronous in ("FULL", "NORMAL", "OFF"):
             counts = [sqlite_survivors(tmp / f"s{synchronous}{i}", synchronous, 100) for i in range(args.tries)]
             print(f"SQLite synchronous={synchronous}: rows of 100 after the power cut, per try: {counts}")

@@ -3,8 +3,8 @@
 ``power_cut()`` SIGKILLs the postmaster and every child (nothing flushed, no shutdown checkpoint), then has
 LazyFS drop every write the server did not fsync; ``start()`` recovers from what is left, as after a power
 failure. initdb writes the cluster into the backing directory before the mount (through LazyFS it takes
-~15 s instead of ~3 s; its files are durable before the test begins either way), so every write the server
-makes afterwards goes through LazyFS. Loopback only; stopped, unmounted and deleted at the end.
+twice as long, 9-10 s against 4-5 s here; its files are durable before the test begins either way), so every
+write the server makes afterwards goes through LazyFS. Loopback only; stopped, unmounted and deleted at the end.
 """
 
 from __future__ import annotations

@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from lazyfs_support import CHECKOUT_BINARY, binary, load_lazyfs, skip_reason
+from lazyfs_support import CHECKOUT_BINARY, MODULE_PATH, binary, load_lazyfs, skip_reason
 
 lazyfs = load_lazyfs()
 REASON = skip_reason()
@@ -161,8 +161,8 @@ def test_a_fault_lazyfs_rejects_is_reported_with_its_reason(mounted):
 
 def mounts_in_table(under: Path) -> list[str]:
     """LazyFS mount points under ``under`` as /proc/self/mounts lists them (not through the module)."""
-    lines = Path("/proc/self/mounts").read_text().splitlines()
-    return [line.split()[1] for line in lines if line.split()[2] == "fuse.lazyfs" and line.split()[1].startswith(str(under))]
+    rows = [line.split() for line in Path("/proc/self/mounts").read_text().splitlines()]
+    return [row[1] for row in rows if row[2] == "fuse.lazyfs" and (row[1] + "/").startswith(f"{under}/")]
 
 
 @needs_lazyfs
@@ -228,3 +228,14 @@ def test_without_lazyfs_the_mount_says_how_to_get_it(tmp_path, monkeypatch):
         with lazyfs.lazyfs_mount(tmp_path / "backing", tmp_path / "mnt"):
             pass
     assert not (tmp_path / "mnt").exists()
+
+
+def test_the_module_run_as_a_script_says_whether_lazyfs_can_run(tmp_path):
+    """`python lazyfs.py` is what `make lazyfs` asks first: exit 1 and how to get it when it is missing."""
+    env = {**os.environ, lazyfs.BINARY_ENV: str(tmp_path / "no-such-lazyfs")}
+    missing = subprocess.run([sys.executable, str(MODULE_PATH)], env=env, capture_output=True, text=True, timeout=60)
+    assert missing.returncode == 1 and "make lazyfs" in missing.stdout and not missing.stderr
+    if REASON is None:
+        found = subprocess.run([sys.executable, str(MODULE_PATH)], capture_output=True, text=True, timeout=60,
+                               env={**os.environ, lazyfs.BINARY_ENV: str(binary())})
+        assert found.returncode == 0 and "can mount here" in found.stdout
