@@ -1,18 +1,14 @@
 """A LazyFS mount: a directory whose un-fsynced writes can be dropped on command, as a power cut drops them.
 
-`kill -9` never loses the kernel's page cache, so a job that forgets an fsync still passes a kill drill.
-LazyFS (https://github.com/dsrhaslab/lazyfs, a FUSE filesystem) keeps its own page cache in front of a
-backing directory; ``clear_cache()`` throws away every write that was not fsynced. Kill the writer first,
-then clear the cache: what is left is what a machine would find after losing power.
+`kill -9` never loses the kernel's page cache; LazyFS (https://github.com/dsrhaslab/lazyfs, FUSE) keeps its
+own cache in front of a backing directory and ``clear_cache()`` drops every write not fsynced. Kill the
+writers, clear the cache, restart on what is left. It models lost file *data* only: create, rename, unlink
+and mkdir reach the backing directory at once (a rename whose directory was never fsynced survives), and
+it trusts every fsync (no lying disk); torn writes only when armed (``send``). See docs/power-loss.md.
 
-What LazyFS models: file *data* written and not fsynced (fsync/fdatasync of the file persists it). What it
-does not: metadata. create, rename, unlink, truncate to 0 and mkdir reach the backing directory at once,
-so a rename whose directory was never fsynced survives here though it may not survive a real power cut;
-nor can it model a disk that acknowledges an fsync it did not do. Torn writes only when armed (``send``).
-
-Standard library only, no import from the surrounding package: the toolkit's probe and tests load this
-file by its path. Stale mounts are a bug: every way out of ``lazyfs_mount`` unmounts (the body raised, the
-process got SIGTERM), and ``remove_stale_mounts`` clears what a SIGKILLed parent left behind.
+Standard library only, no import from the surrounding package: the toolkit loads this file by its path.
+Every way out of ``lazyfs_mount`` unmounts (exception, SIGTERM, Ctrl-C); ``remove_stale_mounts`` clears
+what a SIGKILLed parent left behind.
 """
 
 from __future__ import annotations
@@ -54,7 +50,7 @@ def find_binary(extra: Sequence[Path] = ()) -> Path | None:
     """$LAZYFS_BIN, then `lazyfs` on PATH, /usr/local/bin, and ``extra`` (e.g. a checkout's .lazyfs/bin/lazyfs)."""
     env = os.environ.get(BINARY_ENV)
     if env:
-        return Path(env) if os.access(env, os.X_OK) else None
+        return Path(env) if os.path.isfile(env) and os.access(env, os.X_OK) else None
     on_path = shutil.which("lazyfs")
     candidates = [Path(on_path)] if on_path else []
     candidates += [Path("/usr/local/bin/lazyfs"), Path.cwd() / ".lazyfs/bin/lazyfs", *extra]
@@ -160,13 +156,10 @@ def remove_stale_mounts(under: Path) -> list[Path]:
 
 def _stop_pid(pid: int, grace: float = 3.0) -> None:
     deadline = time.monotonic() + grace
-    while time.monotonic() < deadline:
-        try:
-            os.kill(pid, 0)
-        except ProcessLookupError:
-            return
-        time.sleep(0.05)
     with contextlib.suppress(ProcessLookupError):
+        while time.monotonic() < deadline:
+            os.kill(pid, 0)
+            time.sleep(0.05)
         os.kill(pid, signal.SIGKILL)
 
 
@@ -265,7 +258,9 @@ class LazyFS:
             raise LazyFSError(f"LazyFS's cache is full ({usage:g}%): writes went straight to disk; mount with "
                               "a larger cache_size")
         started = time.monotonic()
-        self._drain_done()
+        with contextlib.suppress(BlockingIOError):  # an answer nobody waited for (a timeout before)
+            while os.read(self._done_fd, 4096):
+                pass
         self._send("lazyfs::clear-cache")
         deadline, answer = started + timeout, b""
         while b"finished::clear-cache" not in answer:
@@ -320,6 +315,8 @@ class LazyFS:
             raise LazyFSError(f"LazyFS's faults FIFO {self._faults} is not open: {exc}") from None
         try:
             os.write(fd, command.encode() + b"\n")  # under PIPE_BUF: one atomic write
+        except OSError as exc:  # a full FIFO: LazyFS stopped reading it
+            raise LazyFSError(f"LazyFS does not read its faults FIFO ({exc}): {self._log_tail()}") from None
         finally:
             os.close(fd)
 
@@ -338,11 +335,6 @@ class LazyFS:
                 state = "exited" if not self.alive() else f"did not answer within {timeout:g}s"
                 raise LazyFSError(f"LazyFS {state} ({what}): {self._log_tail()}")
             time.sleep(0.01)
-
-    def _drain_done(self) -> None:
-        with contextlib.suppress(BlockingIOError):
-            while os.read(self._done_fd, 4096):
-                pass
 
     def _log_tail(self, lines: int = 5, since: int = 0) -> str:
         """Its last lines, without spdlog's "[time] [console] [level]" prefixes."""
@@ -413,7 +405,8 @@ def _sigterm_raises() -> Iterator[None]:
     try:
         yield
     finally:
-        signal.signal(signal.SIGTERM, signal.SIG_DFL)
+        if signal.getsignal(signal.SIGTERM) is _raise:  # a handler the body installed stays
+            signal.signal(signal.SIGTERM, signal.SIG_DFL)
 
 
 @contextlib.contextmanager
