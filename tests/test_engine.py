@@ -315,7 +315,10 @@ SINGLE = [
     ("work_shape", "unbounded_stream", "stream-checkpoint"),  # what stream frameworks are for
     ("recovery_point_store", "stream_engine", "stream-checkpoint"),  # the framework already keeps it
     ("work_shape", "multi_step_flow", "state-machine"),  # steps to track
-    ("nondeterminism", "nondeterministic", "state-machine"),  # results journaled per step
+    # a nondeterministic step alone says nothing about a flow or a history: no state machine's or
+    # event log's bonus (their gates, issue 24), so the simple default stands
+    ("nondeterminism", "nondeterministic", "checkpoint"),
+    ("work_discovery", "discovered", "checkpoint"),  # work found as it runs: a frontier table
     ("audit", "required", "event-sourcing"),  # history is the point
     ("recovery_point_store", "event_log", "event-sourcing"),  # the changes are already events
     ("inbound_duplicates", "possible", "idempotent-retry"),  # a dedupe key, not a ledger
