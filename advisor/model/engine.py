@@ -137,7 +137,8 @@ def _ranked(model: DecisionModel, strategy: Strategy, index: int, answers: Mappi
     for question, value in answers.items():
         fit = _counted(strategy, question, value, answers)
         if fit is not None:
-            reasons.append(Reason(question, value, fit.score, _because(model.questions[question], value, fit.why)))
+            why = say(fit.why, answers)
+            reasons.append(Reason(question, value, fit.score, _because(model.questions[question], value, why)))
     because = [r.text for r in sorted(reasons, key=lambda r: -r.weight) if r.weight > 0]
     against = [r.text for r in sorted(reasons, key=lambda r: r.weight) if r.weight < 0]
     if strategy.prior > 0:
@@ -166,9 +167,9 @@ def _why_not(model: DecisionModel, loser: Ranked, winner: Ranked, answers: Mappi
         if ww > lw:
             q = model.questions[question]
             if lf is not None and lw < 0:  # the loser's own reason names its weakness
-                text = _because(q, value, lf.why)
+                text = _because(q, value, say(lf.why, answers))
             elif wf is not None:
-                text = _because(q, value, f"{winner.strategy.name} fits better: {wf.why}")
+                text = _because(q, value, f"{winner.strategy.name} fits better: {say(wf.why, answers)}")
             else:
                 continue
             gaps.append((ww - lw, text))
