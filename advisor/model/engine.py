@@ -273,7 +273,7 @@ def recommend(answers: Mapping[str, str], catalog: Catalog) -> Recommendation:
     _, runner_up, margin = model.lead(answers)
     close = None
     if margin < catalog.close_call_margin:
-        settle = _settle(model, answers, top.strategy.id, catalog.close_call_margin)
+        settle = _settle(model, given, top.strategy.id, catalog.close_call_margin)
         close = CloseCall(runner_up, margin, catalog.close_call_margin, settle)
 
     return Recommendation(
@@ -282,7 +282,7 @@ def recommend(answers: Mapping[str, str], catalog: Catalog) -> Recommendation:
         ranking=ranking,
         why_not=why_not,
         pitfalls=tuple(p for p in top.strategy.pitfalls if p.applies(answers)),
-        swings=_swings(model, answers, top.strategy.id),
+        swings=_swings(model, given, top.strategy.id),
         scenario=scenario,
         notes=notes,
         unanswered=tuple(q.id for q in catalog.questions if q.id not in given),
