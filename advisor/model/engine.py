@@ -72,6 +72,13 @@ class DecisionModel:
         self.questions = {q.id: q for q in catalog.questions}
         self.weights = [{(f.question, f.value): f for f in s.fits if f.score} for s in catalog.strategies]
         self.voiding = tuple(c for c in catalog.conflicts if c.ignore)
+        # The questions that can move a score or rule a strategy out; the rest (the stack's words:
+        # broker, runner, domain) only reword the advice, so no trial answer of theirs is tried.
+        deciding = {f.question for s in catalog.strategies for f in s.fits if f.score}
+        deciding |= {q for s in catalog.strategies for f in s.fits for c in f.gate for q in c}
+        deciding |= {q for s in catalog.strategies for r in s.rules for q in r.when}
+        deciding |= {q for c in self.voiding for q in c.when}
+        self.deciding = tuple(q for q in catalog.questions if q.id in deciding)
 
     def scored(self, answers: Mapping[str, str]) -> dict[str, str]:
         """The answers that count: without those a conflict that holds calls meaningless."""
@@ -185,7 +192,7 @@ def _why_not(model: DecisionModel, loser: Ranked, winner: Ranked, answers: Mappi
 def _swings(model: DecisionModel, answers: Mapping[str, str], top: str) -> tuple[Swing, ...]:
     known = frozenset(c.id for c in model.conflicts(answers))
     swings = []
-    for q in model.catalog.questions:
+    for q in model.deciding:
         if q.id in answers:
             continue
         for value in q.values:
@@ -211,10 +218,10 @@ def _settle(model: DecisionModel, answers: Mapping[str, str], top: str, threshol
                 found.append(Settle(q.id, value, pick, margin, answered))
         return found
 
-    open_ = [(q, v) for q in model.catalog.questions if q.id not in answers for v in q.values]
+    open_ = [(q, v) for q in model.deciding if q.id not in answers for v in q.values]
     found = trial(open_, answered=False)
     if not found:
-        given = [(q, v) for q in model.catalog.questions if q.id in answers for v in q.values if v != answers[q.id]]
+        given = [(q, v) for q in model.deciding if q.id in answers for v in q.values if v != answers[q.id]]
         found = trial(given, answered=True)
     return tuple(found)
 
@@ -311,9 +318,12 @@ def open_questions(
     model = DecisionModel(catalog)
     answers = dict(answers)
     unanswered = [q for q in catalog.questions if q.id not in answers]
+    deciding = {q.id for q in model.deciding}
     top = catalog.strategy(model.pick(answers))
 
     def matters(q: Question, base: Mapping[str, str]) -> bool:
+        if q.id not in deciding:  # it moves no score and rules nothing out
+            return False
         picks = {model.pick({**base, q.id: v}) for v in q.values}
         return len(picks | {model.pick(base)}) > 1
 
@@ -331,7 +341,7 @@ def open_questions(
             and any(
                 matters(q, {**answers, other.id: v})
                 for other in unanswered
-                if other.id != q.id
+                if other.id != q.id and other.id in deciding
                 for v in other.values
             )
         ):
