@@ -28,7 +28,6 @@ from advisor.model.catalog import (
     Catalog,
     Choice,
     Condition,
-    Conflict,
     Control,
     ControlCase,
     Fit,
@@ -42,6 +41,10 @@ from advisor.model.catalog import (
     Scenario,
     Strategy,
 )
+from advisor.model.condition_reader import read_conditions as _conditions
+from advisor.model.condition_reader import read_url as _optional_url
+from advisor.model.condition_reader import read_when as _when
+from advisor.model.conflicts_file import load_close_call_margin, load_conflicts
 from advisor.model.parsed_cache import read_yaml, save_cache
 from advisor.model.words_file import WORDS_FILE, load_words
 from advisor.model.yaml_reader import LOADING_WORDS, Reader
@@ -49,26 +52,6 @@ from advisor.paths import strategies_dir
 
 RESERVED_FILES = ("questions.yaml", "scenarios.yaml", "pitfalls.yaml", "conflicts.yaml", "decision.yaml",
                   "template-settings.yaml", WORDS_FILE)
-
-
-def _conditions(r: Reader, key: str, questions: Mapping[str, Question]) -> dict[str, tuple[str, ...]]:
-    """``{question_id: value | [values]}`` checked against the questions."""
-    raw = r.data.get(key)
-    if raw is None:
-        return {}
-    cond = Reader(r.path, raw, r.key_of(key))
-    out: dict[str, tuple[str, ...]] = {}
-    for qid, values in cond.data.items():
-        if qid not in questions:
-            raise cond.error(qid, f"unknown question; known: {', '.join(questions)}")
-        values = [values] if isinstance(values, str) else values
-        if not isinstance(values, list) or not values:
-            raise cond.error(qid, "expected a value or a list of values")
-        for v in values:
-            if v not in questions[qid].values:
-                raise cond.error(qid, f"unknown value {v!r}; valid: {', '.join(questions[qid].values)}")
-        out[qid] = tuple(values)
-    return out
 
 
 def _question(path: Path, raw: object, index: int) -> Question:
@@ -96,22 +79,6 @@ def load_questions(path: Path) -> tuple[Question, ...]:
     if dupes:
         raise CatalogError(path, "questions", f"duplicate question id {dupes[0]!r}")
     return questions
-
-
-def _when(r: Reader, questions: Mapping[str, Question]) -> dict[str, tuple[str, ...]]:
-    when = _conditions(r, "when", questions)
-    if not when:
-        raise r.error("when", "a condition needs at least one `question: value`")
-    return when
-
-
-def _optional_url(r: Reader, key: str) -> str | None:
-    if r.data.get(key) is None:
-        return None
-    url = r.text(key)
-    if not url.startswith(("https://", "http://")):
-        raise r.error(key, "expected a public URL (https://...) a user can open")
-    return url
 
 
 def _pitfall(r: Reader, questions: Mapping[str, Question]) -> Pitfall:
@@ -158,41 +125,6 @@ def _recipes(r: Reader, questions: Mapping[str, Question]) -> tuple[RecipeCase, 
             raise c.error("when", "a recipe case sets at least one of where, how_often, duplicates, steps")
         cases.append(RecipeCase(_when(c, questions), words["where"], words["how_often"], words["duplicates"], steps))
     return tuple(cases)
-
-
-def load_conflicts(path: Path, questions: Mapping[str, Question]) -> tuple[Conflict, ...]:
-    if not path.exists():
-        return ()
-    top = Reader(path, read_yaml(path))
-    out: list[Conflict] = []
-    for i, raw in enumerate(top.items("conflicts")):
-        c = Reader(path, raw, f"conflicts[{i}]")
-        c.only("id", "when", "message", "revisit", "reference", "ignore")
-        revisit = c.texts("revisit")
-        for qid in revisit:
-            if qid not in questions:
-                raise c.error("revisit", f"unknown question {qid!r}; known: {', '.join(questions)}")
-        cid = c.text("id")
-        if any(other.id == cid for other in out):
-            raise c.error("id", f"duplicate conflict id {cid!r}")
-        when = _when(c, questions)
-        ignore = c.texts("ignore", required=False)
-        for qid in ignore:
-            if qid not in when:
-                raise c.error("ignore", f"{qid!r} is not in `when`: a conflict can only void an answer it names")
-        out.append(Conflict(cid, when, c.text("message"), revisit, _optional_url(c, "reference"), ignore))
-    return tuple(out)
-
-
-def load_close_call_margin(path: Path) -> float:
-    if not path.exists():
-        return 2.0
-    top = Reader(path, read_yaml(path))
-    top.only("close_call_margin")
-    margin = top.number("close_call_margin")
-    if margin < 0:
-        raise top.error("close_call_margin", "must be zero or more")
-    return margin
 
 
 def load_shared_pitfalls(path: Path, questions: Mapping[str, Question]) -> dict[str, Pitfall]:
@@ -273,7 +205,7 @@ def _gates(r: Reader, questions: Mapping[str, Question]) -> dict[str, tuple[Cond
     if r.data.get("gates") is None:
         return {}
     gates = r.child("gates")
-    out = {}
+    out: dict[str, tuple[Condition, ...]] = {}
     for name in gates.data:
         items = gates.items(str(name))
         out[str(name)] = tuple(_when(Reader(r.path, item, f"gates.{name}[{i}]"), questions) for i, item in enumerate(items))
@@ -315,7 +247,7 @@ def load_strategy(
                 raise values.error(value, f"unknown value; valid: {', '.join(questions[qid].values)}")
             f = Reader(path, raw, f"fit.{qid}.{value}")
             f.only("score", "why", "needs")
-            gate = ()
+            gate: tuple[Condition, ...] = ()
             if f.data.get("needs") is not None:
                 gate = gates.get(f.text("needs"), ())
                 if not gate:
@@ -388,7 +320,7 @@ def load_catalog(root: Path | None = None) -> Catalog:
         raise CatalogError(root, "(directory)", "the strategy catalog directory does not exist")
     questions = load_questions(root / "questions.yaml")
     by_id = {q.id: q for q in questions}
-    words = load_words(root / WORDS_FILE, lambda r: _when(r, by_id))
+    words = load_words(root / WORDS_FILE, by_id)
     loading = LOADING_WORDS.set(words)  # texts naming [[terms]] load as Worded strings
     try:
         shared = load_shared_pitfalls(root / "pitfalls.yaml", by_id)

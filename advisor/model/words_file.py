@@ -15,10 +15,11 @@ problem is a CatalogError naming the file, the key and the reason.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Mapping
 from pathlib import Path
 
-from advisor.model.catalog import Condition
+from advisor.model.catalog import Question
+from advisor.model.condition_reader import read_when
 from advisor.model.parsed_cache import read_yaml
 from advisor.model.words import Stack, Words
 from advisor.model.yaml_reader import Reader
@@ -27,9 +28,9 @@ WORDS_FILE = "stack-words.yaml"
 _NAME = re.compile(r"^[a-z][a-z0-9_]*$")
 
 
-def load_words(path: Path, read_when: Callable[[Reader], Condition]) -> Words:
-    """The stack words in ``path`` (none when the catalog has no such file); ``read_when`` reads
-    and checks a stack's ``when`` against the questions (``advisor.model.loader``)."""
+def load_words(path: Path, questions: Mapping[str, Question]) -> Words:
+    """The stack words in ``path`` (none when the catalog has no such file), each stack's ``when``
+    checked against the questions."""
     if not path.exists():
         return Words()
     top = Reader(path, read_yaml(path))
@@ -54,5 +55,5 @@ def load_words(path: Path, read_when: Callable[[Reader], Condition]) -> Words:
         for name in words.data:
             if name not in defaults:
                 raise words.error(str(name), f"unknown term; a stack rewords the terms under `terms:`: {', '.join(defaults)}")
-        stacks.append(Stack(sid, read_when(s), {name: words.text(name) for name in words.data}))
+        stacks.append(Stack(sid, read_when(s, questions), {name: words.text(name) for name in words.data}))
     return Words(defaults, tuple(stacks))
