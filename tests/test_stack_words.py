@@ -62,7 +62,7 @@ WORDING = [
     ({**TASK, "broker": "other"}, "idempotent-retry", (), BRANDS),
     # Celery on Redis: late acks, a lost worker's task rejected, the visibility timeout of the transport
     ({**TASK, "broker": "redis", "runner": "celery"}, "idempotent-retry",
-     ("acks_late=True", "task_reject_on_worker_lost=True", "visibility_timeout"), KAFKA),
+     ("acks_late=True", "task_reject_on_worker_lost", "visibility_timeout"), KAFKA),
     # Airflow: retries and idempotent tasks keyed by the run's logical date; never the RabbitMQ input
     ({**BATCH, "runner": "airflow", "broker": "none", "outputs": "outside_store"}, "idempotent-retry",
      ("{{ ds }}", "execution_timeout", "`retries`"), ("input_source=rabbitmq", *KAFKA)),
