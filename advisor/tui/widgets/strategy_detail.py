@@ -130,7 +130,7 @@ def pitfalls_text(rec: Any, ranked: Any) -> Text:
         text.append("\nNo catalogued pitfall applies to these answers.\n")
     for pitfall in pitfalls:
         text.append(f"\n☐ {pitfall.title}\n", style="bold")
-        text.append(f"   {pitfall.problem.strip()}\n")
+        text.append(f"   {rec.problem(pitfall).strip()}\n")
         text.append("   fix: ", style="bold green")
         text.append(f"{rec.fix(pitfall).strip()}\n")
     return text
