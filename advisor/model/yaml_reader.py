@@ -2,10 +2,17 @@
 
 from __future__ import annotations
 
+from contextvars import ContextVar
 from pathlib import Path
 from typing import Any
 
 from advisor.errors import CatalogError
+from advisor.model.words import TERM, Words
+
+# The stack words of the catalog being loaded (``advisor.model.loader.load_catalog`` sets them):
+# a text naming [[terms]] is loaded as a Worded string. Unset, a [[term]] is an error: the
+# questions and the stack words themselves are read before any term can be filled.
+LOADING_WORDS: ContextVar[Words | None] = ContextVar("loading_words", default=None)
 
 
 class Reader:
@@ -31,7 +38,22 @@ class Reader:
             raise self.error(key, "expected a text, got a boolean (YAML reads yes/no/on/off as booleans: quote it)")
         if not isinstance(value, str) or not value.strip():
             raise self.error(key, f"expected a non-empty text, got {_kind(value)}")
-        return value.strip()
+        return self.worded(key, value.strip())
+
+    def worded(self, key: str, text: str) -> str:
+        """``text`` with its [[terms]] checked against the stack words being loaded."""
+        match = TERM.search(text)
+        if match is None:
+            return text
+        words = LOADING_WORDS.get()
+        if words is None:
+            raise self.error(key, f"{match.group(0)} names a term, but terms are filled only in the texts"
+                             " of strategies, shared pitfalls and conflicts")
+        unknown = words.unknown_terms(text)
+        if unknown:
+            known = ", ".join(f"[[{t}]]" for t in words.defaults) or "(none: stack-words.yaml defines no terms)"
+            raise self.error(key, f"unknown term [[{unknown[0]}]]; known terms: {known}")
+        return words.wrap(text)
 
     def number(self, key: str, default: float | None = None) -> float:
         value = self.data.get(key, default)
@@ -48,7 +70,7 @@ class Reader:
         for i, item in enumerate(value):
             if not isinstance(item, str) or not item.strip():
                 raise self.error(f"{key}[{i}]", f"expected a text, got {_kind(item)}")
-        return tuple(item.strip() for item in value)
+        return tuple(self.worded(f"{key}[{i}]", item.strip()) for i, item in enumerate(value))
 
     def child(self, key: str) -> Reader:
         return Reader(self.path, self.data.get(key), self.key_of(key))
