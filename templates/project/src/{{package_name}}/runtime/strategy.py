@@ -61,6 +61,11 @@ talk to the strategy only through the package named by ``settings.RUNTIME_MODULE
 
 The drill compares what the last two return with its oracle (oracle.py), which
 knows job.py and the input only.
+``EFFECT_ANSWERS: str`` (optional, default ``"service"``)
+    what job.py's ``effect()`` returns in this strategy: ``"service"``, the external
+    service's answer (``external.answer``: its ``reference`` is what a job may keep);
+    ``"recorded"`` when the effect is only recorded and sent later (event sourcing),
+    so the job never sees an answer. The drill's oracle answers the same way.
 ``WINDOWS: dict[str, str]`` (optional; every generated strategy has it)
     the critical windows: name -> what a kill there proves. The module calls
     ``faults.window(name)`` at each; ``drill --aim NAME|all`` kills exactly there.

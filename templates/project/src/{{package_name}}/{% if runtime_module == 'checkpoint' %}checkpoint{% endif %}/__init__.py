@@ -38,8 +38,8 @@ from ..runtime.shutdown import Shutdown
 from ..runtime.store import Store, workload_held
 from ..runtime.strategy import Context, Submitted, percent, run_worker
 from ..settings import INPUT_SOURCE, Settings
-from .tables import (CHECKPOINT, COUNT_TASKS, INSERT_TASK, PAYLOAD, SELECT_FINAL_STATES, SELECT_RESULTS,
-                     SELECT_STATUS, open_store)
+from .tables import (CHECKPOINT, COUNT_TASKS, INSERT_TASK, PAYLOAD, SELECT_FINAL_STATES, SELECT_HELD,
+                     SELECT_RESULTS, SELECT_STATUS, open_store)
 from .worker import Worker
 
 NAME = "checkpoint"
@@ -163,6 +163,16 @@ def stored_results(ctx: Context) -> list[tuple[str, Any]]:
     store = open_store(ctx)
     try:
         return [(row["record_id"], json.loads(row["output"])) for row in store.all(SELECT_RESULTS)]
+    finally:
+        store.close()
+
+
+def held_claims(ctx: Context) -> list[dict[str, str]]:
+    """Read-only, for the drill: every claim held right now, ``{"what", "owner"}`` (a worker
+    that stopped must hold none: drill/witness.py reads this after each run ends)."""
+    store = open_store(ctx)
+    try:
+        return [{"what": f"task {row['task_id']}", "owner": row["owner"]} for row in store.all(SELECT_HELD)]
     finally:
         store.close()
 

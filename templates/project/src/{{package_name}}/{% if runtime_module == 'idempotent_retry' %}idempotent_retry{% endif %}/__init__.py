@@ -40,7 +40,8 @@ from ..runtime.shutdown import Shutdown
 from ..runtime.store import Store, workload_held
 from ..runtime.strategy import Context, Submitted, percent, run_worker
 from ..settings import INPUT_SOURCE
-from .tables import COUNT_TASKS, INSERT_TASK, SELECT_COUNTS, SELECT_RESULTS, SELECT_UNFINISHED, TASK_INPUT, open_store
+from .tables import (COUNT_TASKS, INSERT_TASK, SELECT_COUNTS, SELECT_HELD, SELECT_RESULTS, SELECT_UNFINISHED,
+                     TASK_INPUT, open_store)
 from .worker import Worker
 
 NAME = "idempotent-retry"
@@ -172,6 +173,16 @@ def stored_results(ctx: Context) -> list[tuple[str, Any]]:
         store.close()
     return [(str(TASK_INPUT.loads(row["input"])["record"].get("record_id")), json.loads(row["output"]))
             for row in rows]
+
+
+def held_claims(ctx: Context) -> list[dict[str, str]]:
+    """Read-only, for the drill: every claim held right now, ``{"what", "owner"}`` (a worker
+    that stopped must hold none: drill/witness.py reads this after each run ends)."""
+    store = open_store(ctx)
+    try:
+        return [{"what": f"task {row['task_id']}", "owner": row["owner"]} for row in store.all(SELECT_HELD)]
+    finally:
+        store.close()
 
 
 def stored_final_states(ctx: Context) -> None:

@@ -91,6 +91,8 @@ WHERE order_id = ? ORDER BY prepared_at"""
 
 SELECT_RESULTS = """
 SELECT order_id, response FROM step_log WHERE step = ? AND status = 'confirmed' ORDER BY order_id"""
+SELECT_VERSIONS = "SELECT order_id, state, version FROM orders ORDER BY order_id"
+SELECT_ALL_TRANSITIONS = "SELECT order_id, seq, event, from_state, to_state FROM transitions ORDER BY order_id, seq"
 
 
 def open_store(ctx: Context, *, create: bool = False) -> Store:
