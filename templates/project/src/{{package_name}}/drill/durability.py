@@ -10,8 +10,8 @@ Two halves:
 * :class:`Probe`, installed by ``__main__`` in a worker that a drill starts (the
   drill sets :data:`PROBE_ENV`; nothing is installed otherwise). It wraps
   ``sqlite3.connect`` (every state-store connection reads back the ``synchronous``
-  and ``journal_mode`` it really commits with, on EVERY commit: two pragma reads,
-  no I/O), ``os.fsync`` (files and directories counted apart) and
+  it really commits with on EVERY commit, one pragma read, no I/O; its
+  ``journal_mode`` at the first commit and every :data:`JOURNAL_EVERY`), ``os.fsync`` (files and directories counted apart) and
   ``os.replace``/``os.rename`` (a renamed file that was not fsynced, or a rename
   whose directory is not fsynced before the next write, is a violation). On
   PostgreSQL, store.py calls :meth:`Probe.committing` inside every transaction just
@@ -43,13 +43,15 @@ from ..runtime import probe_hook
 from ..runtime.errors import CorruptStateError
 from . import witness
 from ..runtime.safe_read import read_json
-from ..runtime.store import STATE_DB, sqlite_settings
+from ..runtime.store import STATE_DB, SYNCHRONOUS_NAMES
 from ..settings import ENV_PREFIX
 
 #: Set by the drill for its workers: the directory the probe reports into.
 PROBE_ENV = ENV_PREFIX + "DRILL_PROBE"
 
 DURABLE_SYNCHRONOUS = ("FULL", "EXTRA")
+#: SQLite's journal_mode is read at a connection's first commit and then every this many.
+JOURNAL_EVERY = 64
 #: PostgreSQL: what a transaction is about to commit with, in one round trip (fsync is the
 #: server's; synchronous_commit can be changed per session and per transaction).
 PG_COMMIT_SETTINGS = "SELECT current_setting('fsync') AS fsync, current_setting('synchronous_commit') AS synchronous_commit"
@@ -141,10 +143,20 @@ class Probe:
         class Observed(sqlite3.Connection):
             """A state-store connection that reports its settings when it commits."""
 
+            commits = 0
+            journal_mode = ""
+
             def _committing(self) -> None:
-                # Every commit: a pragma weakened after the first one is seen at the next.
+                # synchronous at EVERY commit (one pragma read, no I/O): weakened after the first
+                # commit, it is seen at the next. journal_mode (a costlier read, and leaving WAL
+                # needs the database to itself) at the first commit and every JOURNAL_EVERY.
                 probe.commits_read += 1
-                probe.saw_sqlite(sqlite_settings(super()))
+                self.commits += 1
+                if self.commits % JOURNAL_EVERY == 1:
+                    self.journal_mode = str(super().execute("PRAGMA journal_mode").fetchone()[0]).lower()
+                level = super().execute("PRAGMA synchronous").fetchone()[0]
+                probe.saw_sqlite({"synchronous": SYNCHRONOUS_NAMES.get(int(level), str(level)),
+                                  "journal_mode": self.journal_mode})
 
             def execute(self, sql: str, *params: Any) -> Any:  # type: ignore[override]
                 if sql[:6].upper() == "COMMIT":  # store.py commits with an explicit COMMIT
