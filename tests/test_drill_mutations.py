@@ -19,7 +19,6 @@ each verdict (for working on the catalogue).
 
 from __future__ import annotations
 
-import ast
 import json
 import os
 import shutil
@@ -37,26 +36,16 @@ import pytest
 import yaml
 
 from advisor import scaffold
+from verdict_checks import check_ids
 
 pytestmark = pytest.mark.slow
 
 CATALOGUE = Path(__file__).with_name("mutations.yaml")
-VERDICT = Path(__file__).resolve().parents[1] / "templates/project/src/{{package_name}}/drill/verdict.py"
 DRILL_TIMEOUT_S = 120
 #: Servers an option set may need (`needs:`): started once per session, on first use.
 SERVICES = ("postgresql", "rabbitmq")
-
-
-def _check_ids() -> frozenset[str]:
-    """The check ids of the drill's verdict, read from the template's drill/verdict.py (``CHECKS``):
-    a check added there is usable here at once (docs/generated-project.md lists them)."""
-    for node in ast.parse(VERDICT.read_text(encoding="utf-8")).body:
-        if isinstance(node, ast.Assign) and any(getattr(t, "id", None) == "CHECKS" for t in node.targets):
-            return frozenset(ast.literal_eval(node.value))
-    raise AssertionError(f"no CHECKS in {VERDICT}")
-
-
-CHECK_IDS = _check_ids()
+#: The check ids of the drill's verdict (a check added to the template is usable at once).
+CHECK_IDS = frozenset(check_ids())
 
 
 @dataclass(frozen=True)

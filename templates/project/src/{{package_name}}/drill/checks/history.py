@@ -6,9 +6,11 @@ in this shape (every key but ``streams`` optional):
     {"unit": "order", "entry": "transition",          # words for the messages
      "initial": "new",                                  # a flow's first state
      "moves": [["new", "reserve", "reserved"], ...],    # a flow's legal (from, event, to)
+     "operations": ["reserve", "charge", "notify"],      # events that are logged operations
      "streams": [{"id": "r0000001", "state": "done", "version": 3,
                   "entries": [{"seq": 1, "event": "reserve", "from": "new", "to": "reserved"},
-                              {"seq": 2, "event": "charge", ..., "item": 0}, ...]}],
+                              {"seq": 2, "event": "charge", ..., "item": 0}, ...],
+                  "operations": {"reserve": "confirmed", ...}}],   # each operation's log status
      "positions": [{"name": "effects", "position": 812, "head": 812}]}
 
 The state machine gives each order's transition rows, state and version; event sourcing
@@ -21,6 +23,10 @@ RecordProcessed as ``item``) and its subscribers' positions. What must hold:
   otherwise);
 * with ``moves``: the first entry leaves ``initial``, each starts where the one before
   ended, each is a legal move, and the last ends in the stream's ``state``;
+* an entry whose event is an ``operation`` has that operation ``confirmed`` in the stream's
+  log (a state-machine step whose transition is committed but whose call's confirmation,
+  written in a commit of its own, was lost to a kill: the step log says "maybe called" of a
+  step the flow has passed);
 * entries with an ``item`` count 0, 1, 2, ... (records in input order, none twice);
 * every position is at the head of its log once the run is over (no event left unread).
 """
@@ -58,6 +64,12 @@ def stream_problem(stream: dict[str, Any], history: dict[str, Any]) -> str | Non
             state = e.get("to")
         if stream.get("state") is not None and state != stream["state"]:
             return f"its last {entry} ends in {state!r}, but it is in state {stream['state']!r}"
+    logged, operations = stream.get("operations"), set(history.get("operations", ()))
+    for e in entries if logged is not None else ():
+        if e.get("event") in operations and logged.get(e["event"]) != "confirmed":
+            status = logged.get(e["event"])
+            return (f"{entry} {e['seq']} ({e['event']}) is committed, but its step is "
+                    + (f"still {status!r} in the step log" if status else "not in the step log"))
     items = [e["item"] for e in entries if "item" in e]
     if items != list(range(len(items))):
         return f"its records come as {_few(items)}, not 0, 1, 2, ... (a record twice, skipped or out of order)"
@@ -75,7 +87,8 @@ def check_history(history: dict[str, Any] | None) -> list[Failure]:
         sid, problem = bad[0]
         found.append(failure("history", (
             f"{len(bad)} of {len(history['streams'])} {unit}s have an incomplete or disordered history, e.g. "
-            f"{unit} {sid}: {problem}; write each {entry} in the same commit as the change it records")))
+            f"{unit} {sid}: {problem}; write each {entry}, and the log of what it records, in the same commit "
+            "as the change itself")))
     behind = [p for p in history.get("positions", []) if p["position"] != p["head"]]
     for p in behind:
         found.append(failure("history", (
