@@ -115,7 +115,8 @@ def judge(ctx: Context, settings: Settings, data_dir: Path, report: dict[str, An
     # How each worker stopped, told by itself (witness.py): a clean stop leaves nothing behind.
     report["exits"] = evidence.exits_summary(seen["workers"])
     failures += exits.check_held(seen["workers"])
-    failures += exits.check_after_exit(seen["workers"], evidence.call_log(data_dir), in_doubt)
+    failures += exits.check_after_exit(seen["workers"], evidence.call_log(data_dir),
+                                       evidence.held_in_doubt(data_dir, settings))
     failures += exits.check_acks(seen["workers"])
     failures += verdict.check_run(report, promise=strategy.REDONE_CALLS_PER_KILL,
                                   redone_example=a_redone_call(data_dir) if report["redone_calls"] else None,

@@ -7,7 +7,7 @@ so its probe (durability.py) keeps an :class:`Account` and writes it into its re
 
 * ``owner``: ``owners.owner_id()``, the id this process writes on every claim;
 * ``ended``: how its ``run`` ended, told by cli.py (``probe_hook``): ``{"signal":
-  "SIGTERM" or null, "code": 0, "held": [...]}``, where ``held`` is what the strategy's
+  "SIGTERM" or null, "code": 0, "held": [...], "at": time.time()}``, where ``held`` is what the strategy's
   ``held_claims(ctx)`` still shows under this process's owner id AFTER its run returned
   (a worker that stops, gracefully or because the work is done, must hold nothing).
   A worker killed by SIGKILL never writes it: that is how the checks tell the two apart;
@@ -23,6 +23,7 @@ Nothing here runs unless the drill started the process (durability.PROBE_ENV).
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 from ..runtime.correlation import SELECT as SELECT_SUBMISSION
@@ -56,7 +57,7 @@ class Account:
                 held = [claim for claim in read(ctx) if claim.get("owner") == self.owner]
             except Exception as exc:  # an unreachable store (the run gave up on an outage): say so
                 held = f"unreadable: {type(exc).__name__}: {exc}"
-        self.ended = {"signal": signal_name, "code": int(code), "held": held}
+        self.ended = {"signal": signal_name, "code": int(code), "held": held, "at": time.time()}
         self._close_reader()
 
     # ---- acks (queue input)

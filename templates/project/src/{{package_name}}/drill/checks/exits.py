@@ -12,13 +12,16 @@ histories, never the fault schedule:
   "outages", "acks", "acked_uncommitted", "acked_uncommitted_n"}``; ``ended`` is None for
   a process that never finished its run (SIGKILL);
 * ``calls``: the external service's log, in order (external.db's ``calls``):
-  ``(identity, kind, outcome, pid)``, identity = the idempotency key, or ``record/step`` for a
-  plain call (which has none).
+  ``(identity, kind, outcome, pid, at)``, identity = the idempotency key, or ``record/step``
+  for a plain call (which has none);
+* ``in_doubt``: plain calls held in doubt (at most once): ``(record_id, step, doubt_at)``.
 
 A call is attributed to the process that last sent it and got through (``applied`` or
-``duplicate``). Sending it again, or looking it up, is fine after that process was killed,
-rode out a store outage, or lost the call's answer (any outcome but applied, duplicate or
-``failed`` = refused before it was applied); after a clean stop it is a failure.
+``duplicate``). Sending it again, looking it up or holding it in doubt AFTER that process's
+run ended is fine when the process was killed, rode out a store outage, or lost the call's
+answer (any outcome but applied, duplicate or ``failed`` = refused before it was applied);
+after a clean stop it is a failure. Two live workers calling at once (a resubmitted record)
+is not an exit's doing: ``duplicate_effects`` and ``redone_calls`` speak of that.
 """
 
 from __future__ import annotations
@@ -55,17 +58,20 @@ def check_held(workers: list[dict[str, Any]]) -> list[Failure]:
         "a stopping worker must release what it holds (on another host its successor waits out the lease)"))]
 
 
-def attribute(calls: list[tuple[str, str, str, int]]) -> tuple[list[tuple[str, int, int]], list[tuple[str, int, int]]]:
-    """``(re-sends, lookups)``: each as (identity, earlier sender's pid, this caller's pid), for
-    calls whose earlier send got through with its answer and was made by another process."""
+Call = tuple[str, str, str, int, float]  # identity, kind, outcome, pid, at
+
+
+def attribute(calls: list[Call]) -> tuple[list[tuple[str, int, int, float]], list[tuple[str, int, int, float]]]:
+    """``(re-sends, lookups)``: each as (identity, earlier sender's pid, this caller's pid, when),
+    for calls whose earlier send got through with its answer and was made by another process."""
     last: dict[str, int] = {}  # identity -> pid of its last send that got through
     lost: set[str] = set()     # identities whose answer was lost once: any later call is explained
-    resent: list[tuple[str, int, int]] = []
-    looked: list[tuple[str, int, int]] = []
-    for identity, kind, outcome, pid in calls:
+    resent: list[tuple[str, int, int, float]] = []
+    looked: list[tuple[str, int, int, float]] = []
+    for identity, kind, outcome, pid, at in calls:
         if kind == "lookup":
             if outcome == "found" and identity in last and identity not in lost and last[identity] != pid:
-                looked.append((identity, last[identity], pid))
+                looked.append((identity, last[identity], pid, at))
             continue
         if outcome in REFUSED:
             continue
@@ -73,28 +79,35 @@ def attribute(calls: list[tuple[str, str, str, int]]) -> tuple[list[tuple[str, i
             lost.add(identity)
             continue
         if identity in last and identity not in lost and last[identity] != pid:
-            resent.append((identity, last[identity], pid))
+            resent.append((identity, last[identity], pid, at))
         last[identity] = pid
     return resent, looked
 
 
-def check_after_exit(workers: list[dict[str, Any]], calls: list[tuple[str, str, str, int]],
-                     in_doubt: list[tuple[str, str]]) -> list[Failure]:
-    """Calls of a cleanly stopped worker sent again, looked up, or left in doubt."""
+def after_clean_stop(worker: dict[str, Any] | None, at: float) -> bool:
+    """Did ``worker`` stop cleanly, and before ``at``?"""
+    return worker is not None and clean_stop(worker) and at > float(worker["ended"].get("at", 0.0))
+
+
+def check_after_exit(workers: list[dict[str, Any]], calls: list[Call],
+                     in_doubt: list[tuple[str, str, float]]) -> list[Failure]:
+    """Calls of a cleanly stopped worker sent again, looked up, or held in doubt after it stopped."""
     by_pid = {w["pid"]: w for w in workers}
     resent, looked = attribute(calls)
     found: list[Failure] = []
-    bad = [(i, p, q) for i, p, q in resent if clean_stop(by_pid.get(p))]
+    bad = [(i, p, q) for i, p, q, at in resent if after_clean_stop(by_pid.get(p), at)]
     if bad:
         identity, p, q = bad[0]
         found.append(failure("resent_after_exit", (
-            f"{len(bad)} call(s) were sent again although the worker that sent them had stopped cleanly, e.g. "
-            f"{identity}: sent by worker {p}, which exited 0 {how(by_pid[p])}, and again by worker {q}; a "
+            f"{len(bad)} call(s) were sent again after the worker that sent them had stopped cleanly, e.g. "
+            f"{identity}: sent by worker {p}, which exited 0 {how(by_pid[p])}, then again by worker {q}; a "
             "stopping worker must record the outcome of every call it made before it exits")))
-    doubted = [(i, p) for i, p, _ in looked if clean_stop(by_pid.get(p))]
+    doubted = [(i, p) for i, p, _, at in looked if after_clean_stop(by_pid.get(p), at)]
     senders = _first_senders(calls)
-    doubted += [(f"{rid}/{step}", senders[f"{rid}/{step}"]) for rid, step in in_doubt
-                if clean_stop(by_pid.get(senders.get(f"{rid}/{step}", -1)))]
+    for rid, step, at in in_doubt:
+        sender = senders.get(f"{rid}/{step}")
+        if sender is not None and after_clean_stop(by_pid.get(sender), at):
+            doubted.append((f"{rid}/{step}", sender))
     if doubted:
         identity, p = doubted[0]
         found.append(failure("in_doubt_after_exit", (
@@ -116,9 +129,9 @@ def check_acks(workers: list[dict[str, Any]]) -> list[Failure]:
         "message; ack only after the commit that stores its work"))]
 
 
-def _first_senders(calls: list[tuple[str, str, str, int]]) -> dict[str, int]:
+def _first_senders(calls: list[Call]) -> dict[str, int]:
     senders: dict[str, int] = {}
-    for identity, kind, outcome, pid in calls:
+    for identity, kind, outcome, pid, _at in calls:
         if kind == "apply" and outcome in SENT:
             senders.setdefault(identity, pid)
     return senders

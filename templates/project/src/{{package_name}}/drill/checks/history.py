@@ -64,8 +64,9 @@ def stream_problem(stream: dict[str, Any], history: dict[str, Any]) -> str | Non
             state = e.get("to")
         if stream.get("state") is not None and state != stream["state"]:
             return f"its last {entry} ends in {state!r}, but it is in state {stream['state']!r}"
-    logged, operations = stream.get("operations"), set(history.get("operations", ()))
-    for e in entries if logged is not None else ():
+    logged: dict[str, str] = stream.get("operations") or {}
+    operations = set(history.get("operations", ())) if "operations" in stream else set()
+    for e in entries:
         if e.get("event") in operations and logged.get(e["event"]) != "confirmed":
             status = logged.get(e["event"])
             return (f"{entry} {e['seq']} ({e['event']}) is committed, but its step is "
