@@ -6,13 +6,15 @@ so its probe (durability.py) keeps an :class:`Account` and writes it into its re
 (``<drill dir>/drill-durability/<pid>.json``) as things happen:
 
 * ``owner``: ``owners.owner_id()``, the id this process writes on every claim;
+* ``started_at``: when its ``run`` began, written at once: by then its SIGTERM handler is
+  installed (a runner that waits for it never signals a worker still starting up);
 * ``ended``: how its ``run`` ended, told by cli.py (``probe_hook``): ``{"signal":
   "SIGTERM" or null, "code": 0, "held": [...], "at": time.time()}``, where ``held`` is what the strategy's
   ``held_claims(ctx)`` still shows under this process's owner id AFTER its run returned
   (a worker that stops, gracefully or because the work is done, must hold nothing).
   A worker killed by SIGKILL never writes it: that is how the checks tell the two apart;
 * ``acks`` (queue input): every message ack, seen at pika's ``basic_ack`` (wrapped here:
-  whatever code path acks is seen), and ``acked_uncommitted``: the correlation ids whose
+  whatever code path acks is seen; with ``auto_ack`` each delivery is an ack), and ``acked_uncommitted``: the correlation ids whose
   work (their ``submissions`` row, runtime/correlation.py) was not committed at the moment
   of the ack, read on a connection of the probe's own, which sees only committed rows.
   A kill right after such an ack loses the message: the broker forgets it, the store never
@@ -37,6 +39,7 @@ KEEP_IDS = 5
 class Account:
     def __init__(self) -> None:
         self.owner = owner_id()
+        self.started_at: float | None = None
         self.ended: dict[str, Any] | None = None
         self.acks = 0
         self.uncommitted: list[str] = []
@@ -48,6 +51,7 @@ class Account:
     # ---- the run, told by cli.py
     def run_started(self, ctx: Any) -> None:
         self._ctx = ctx
+        self.started_at = time.time()  # its SIGTERM handler is installed by now (cli.py)
 
     def run_ended(self, ctx: Any, signal_name: str | None, code: int) -> None:
         held: list[dict[str, Any]] | str = []
@@ -68,28 +72,48 @@ class Account:
             return  # no queue: nothing to watch, pika not even imported
         from pika.adapters.blocking_connection import BlockingChannel
 
-        tags: dict[int, dict[int, str]] = {}
+        tags: dict[int, dict[int, str]] = {}  # channel -> outstanding delivery tag -> correlation id
         real_consume, real_ack = BlockingChannel.basic_consume, BlockingChannel.basic_ack
+        real_reject, real_nack = BlockingChannel.basic_reject, BlockingChannel.basic_nack
 
         def basic_consume(channel: Any, queue: str, on_message_callback: Any, *args: Any, **kwargs: Any) -> Any:
             seen = tags.setdefault(id(channel), {})
+            auto_ack = bool(kwargs.get("auto_ack", args[0] if args else False))
 
             def noted(ch: Any, method: Any, props: Any, body: bytes) -> Any:
-                seen[method.delivery_tag] = str(props.correlation_id)
+                if auto_ack:  # the broker counts it acked as it is delivered: before any work
+                    probe.saw_acks([str(props.correlation_id)])
+                else:
+                    seen[method.delivery_tag] = str(props.correlation_id)
                 return on_message_callback(ch, method, props, body)
 
             return real_consume(channel, queue, noted, *args, **kwargs)
 
-        def basic_ack(channel: Any, delivery_tag: int = 0, multiple: bool = False) -> Any:
+        def settled(channel: Any, delivery_tag: int, multiple: bool) -> list[str]:
+            """The correlation ids an ack, reject or nack settles (no longer outstanding after it)."""
             seen = tags.get(id(channel), {})
-            acked = [t for t in sorted(seen) if t <= delivery_tag] if multiple else [delivery_tag]
-            ids = [seen.pop(t) for t in acked if t in seen]
+            done = [t for t in sorted(seen) if t <= delivery_tag] if multiple else [delivery_tag]
+            return [seen.pop(t) for t in done if t in seen]
+
+        def basic_ack(channel: Any, delivery_tag: int = 0, multiple: bool = False) -> Any:
+            ids = settled(channel, delivery_tag, multiple)
             if ids:
                 probe.saw_acks(ids)  # before the ack leaves: is the work committed now?
             return real_ack(channel, delivery_tag, multiple)
 
-        BlockingChannel.basic_consume, BlockingChannel.basic_ack = basic_consume, basic_ack  # type: ignore[method-assign]
-        self._unwatch = [(BlockingChannel, "basic_consume", real_consume), (BlockingChannel, "basic_ack", real_ack)]
+        def basic_reject(channel: Any, delivery_tag: int = 0, requeue: bool = True) -> Any:
+            settled(channel, delivery_tag, False)  # rejected, not acked: no work to have
+            return real_reject(channel, delivery_tag, requeue)
+
+        def basic_nack(channel: Any, delivery_tag: int = 0, multiple: bool = False, requeue: bool = True) -> Any:
+            settled(channel, delivery_tag, multiple)
+            return real_nack(channel, delivery_tag, multiple, requeue)
+
+        patched = {"basic_consume": basic_consume, "basic_ack": basic_ack, "basic_reject": basic_reject,
+                   "basic_nack": basic_nack}
+        self._unwatch = [(BlockingChannel, name, getattr(BlockingChannel, name)) for name in patched]
+        for name, wrapper in patched.items():
+            setattr(BlockingChannel, name, wrapper)
 
     def unwatch_acks(self) -> None:
         for owner, name, real in self._unwatch:
@@ -123,7 +147,7 @@ class Account:
             self._reader = None
 
     def report(self) -> dict[str, Any]:
-        return {"owner": self.owner, "ended": self.ended, "acks": self.acks,
+        return {"owner": self.owner, "started_at": self.started_at, "ended": self.ended, "acks": self.acks,
                 "acked_uncommitted": self.uncommitted, "acked_uncommitted_n": self.uncommitted_n}
 
 
