@@ -40,8 +40,11 @@ def _as_server_user(cmd: list[str]) -> list[str]:
 
 
 @contextmanager
-def postgres_server() -> Iterator[str]:
-    """Yield a DATABASE_URL for a fresh server with an empty database ``drill``."""
+def postgres_server(*, fsync: bool = False) -> Iterator[str]:
+    """Yield a DATABASE_URL for a fresh server with an empty database ``drill``.
+
+    ``fsync=False`` (the default, for speed) makes every drill fail its durability check on
+    purpose; a drill that must pass (a baseline, a mutation of another check) asks for it on."""
     initdb, pg_ctl = find_bin("initdb"), find_bin("pg_ctl")
     if not (initdb and pg_ctl):
         raise RuntimeError("PostgreSQL binaries (initdb, pg_ctl) not found; run `make postgres`")
@@ -56,7 +59,8 @@ def postgres_server() -> Iterator[str]:
     run = lambda cmd: subprocess.run(_as_server_user(cmd), check=True, capture_output=True, timeout=120)  # noqa: E731
     try:
         run([initdb, "-D", str(data), "-U", "postgres", "--auth=trust", "-E", "UTF8", "--no-sync"])
-        opts = f"-p {port} -k {sock} -c listen_addresses=127.0.0.1 -c fsync=off -c max_connections=50"
+        opts = (f"-p {port} -k {sock} -c listen_addresses=127.0.0.1 -c fsync={'on' if fsync else 'off'} "
+                "-c max_connections=50")
         run([pg_ctl, "-D", str(data), "-o", opts, "-l", str(root / "log"), "-w", "start"])
         try:
             run([find_bin("createdb") or "createdb", "-h", "127.0.0.1", "-p", str(port), "-U", "postgres", "drill"])

@@ -64,3 +64,12 @@ def test_a_missed_benchmark_target_never_prints_as_the_target(value, target, sho
     targets = Targets()
     assert targets.at_least("ratio", value, target).endswith("MISSED")
     assert targets.missed == [f"ratio: {shown}, target >= {target:g}"]
+
+
+def test_every_drill_check_is_in_the_generated_project_doc():
+    from verdict_checks import check_ids
+
+    guide = (DOCS / "generated-project.md").read_text()
+    table = guide[guide.index("| check | fails when |"):]
+    for check in check_ids():
+        assert f"\n| `{check}` |" in table, f"drill check {check} is not in docs/generated-project.md's check table"

@@ -26,7 +26,8 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from contextlib import ExitStack
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -35,15 +36,16 @@ import pytest
 import yaml
 
 from advisor import scaffold
+from verdict_checks import check_ids
 
 pytestmark = pytest.mark.slow
 
 CATALOGUE = Path(__file__).with_name("mutations.yaml")
-#: The check ids of the drill's verdict (docs/generated-project.md, issue 16).
-CHECK_IDS = frozenset({"lost", "duplicate_effects", "unexpected_effects", "incomplete", "results", "final_state",
-                       "nondeterministic_job", "effect_payloads", "kills_not_delivered", "redone_calls",
-                       "durability", "worker_failures", "graceful_exit"})
 DRILL_TIMEOUT_S = 120
+#: Servers an option set may need (`needs:`): started once per session, on first use.
+SERVICES = ("postgresql", "rabbitmq")
+#: The check ids of the drill's verdict (a check added to the template is usable at once).
+CHECK_IDS = frozenset(check_ids())
 
 
 @dataclass(frozen=True)
@@ -52,6 +54,7 @@ class OptionSet:
     strategy: str
     answers: Mapping[str, Any]
     drill: tuple[str, ...]
+    needs: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -75,8 +78,10 @@ def load_catalogue(path: Path = CATALOGUE) -> tuple[dict[str, OptionSet], list[M
     """The option sets and mutations, validated (a malformed entry fails every test, loudly)."""
     doc = yaml.safe_load(path.read_text(encoding="utf-8"))
     option_sets = {name: OptionSet(name, spec["strategy"], dict(spec.get("answers") or {}),
-                                   tuple(str(a) for a in spec.get("drill") or ()))
+                                   tuple(str(a) for a in spec.get("drill") or ()), tuple(spec.get("needs") or ()))
                    for name, spec in doc["option_sets"].items()}
+    for name, spec in option_sets.items():
+        assert set(spec.needs) <= set(SERVICES), f"option set {name}: needs {spec.needs}, known: {SERVICES}"
     mutations, seen = [], set()
     for entry in doc["mutations"]:
         mid = entry["id"]
@@ -148,11 +153,40 @@ class DrillRun:
                 f"stderr: {self.stderr[-1500:]}\nworkers log: {self.workers_log[-1500:]}")
 
 
-def run_drill(project: Path, package: str, data_dir: Path, flags: tuple[str, ...]) -> DrillRun:
+class Services:
+    """The servers option sets need (``needs:``), each started on first use and stopped with the
+    session: PostgreSQL with fsync ON (a drill must pass its durability check there) and a RabbitMQ
+    node, both on loopback ports (tests/pg_server.py, tests/rabbitmq_server.py)."""
+
+    def __init__(self, stack: ExitStack) -> None:
+        self.stack = stack
+        self.started: dict[str, Any] = {}
+
+    def env(self, needs: tuple[str, ...]) -> dict[str, str]:
+        """The variables a drill of an option set with these needs runs with (a new database each)."""
+        env: dict[str, str] = {}
+        if "postgresql" in needs:
+            from pg_server import create_database, postgres_server
+
+            if "postgresql" not in self.started:
+                self.started["postgresql"] = self.stack.enter_context(postgres_server(fsync=True))
+            env["DATABASE_URL"] = create_database(self.started["postgresql"], "mutant")
+        if "rabbitmq" in needs:
+            from rabbitmq_server import rabbitmq_server
+
+            if "rabbitmq" not in self.started:
+                self.started["rabbitmq"] = self.stack.enter_context(rabbitmq_server())
+            env["AMQP_URL"] = self.started["rabbitmq"].url
+        return env
+
+
+def run_drill(project: Path, package: str, data_dir: Path, flags: tuple[str, ...],
+              extra_env: Mapping[str, str] | None = None) -> DrillRun:
     """`python -m <pkg> drill --json --data-dir DIR FLAGS` as a user runs it (not installed)."""
     env = {k: v for k, v in os.environ.items()
-           if k not in ("PYTHONPATH", "DATABASE_URL") and not k.startswith(("PYTEST_", "COV_"))}
+           if k not in ("PYTHONPATH", "DATABASE_URL", "AMQP_URL") and not k.startswith(("PYTEST_", "COV_"))}
     env["PYTHONPATH"] = str(project / "src")
+    env.update(extra_env or {})
     started = time.monotonic()
     # Own session: on a timeout the drill AND its workers are killed, nothing is left running.
     proc = subprocess.Popen([sys.executable, "-m", package, "drill", "--json", "--data-dir", str(data_dir), *flags],
@@ -195,6 +229,12 @@ def renders(tmp_path_factory: pytest.TempPathFactory) -> Renders:
     return Renders(tmp_path_factory.mktemp("pristine"))
 
 
+@pytest.fixture(scope="session")
+def services() -> Iterator[Services]:
+    with ExitStack() as stack:
+        yield Services(stack)
+
+
 def test_catalogue_covers_every_strategy_and_kind() -> None:
     assert len(MUTATIONS) >= 20
     strategies = {OPTION_SETS[m.option_set].strategy for m in MUTATIONS}
@@ -214,19 +254,21 @@ def _baselines() -> list[tuple[str, tuple[str, ...]]]:
 @pytest.mark.parametrize(("option_set", "flags"), _baselines(),
                          ids=[f"{o}:{' '.join(f)}".replace(" ", "_") for o, f in _baselines()])
 def test_unmutated_project_passes_the_drill(option_set: str, flags: tuple[str, ...], renders: Renders,
-                                            tmp_path: Path) -> None:
+                                            services: Services, tmp_path: Path) -> None:
     project, package = renders.copy(option_set, tmp_path / "project")
-    run = run_drill(project, package, tmp_path / "drill", flags)
+    run = run_drill(project, package, tmp_path / "drill", flags, services.env(OPTION_SETS[option_set].needs))
     assert run.report is not None, f"no JSON report: {run.describe()}"
     assert run.returncode == 0 and run.report["ok"] is True, run.describe()
     assert run.report.get("failures") == [], run.describe()
 
 
 @pytest.mark.parametrize("mutation", MUTATIONS, ids=[m.id for m in MUTATIONS])
-def test_the_drill_catches_the_mutation(mutation: Mutation, renders: Renders, tmp_path: Path) -> None:
+def test_the_drill_catches_the_mutation(mutation: Mutation, renders: Renders, services: Services,
+                                       tmp_path: Path) -> None:
     project, package = renders.copy(mutation.option_set, tmp_path / "project")
     apply_mutation(project, package, mutation)
-    run = run_drill(project, package, tmp_path / "drill", mutation.drill)
+    run = run_drill(project, package, tmp_path / "drill", mutation.drill,
+                    services.env(OPTION_SETS[mutation.option_set].needs))
     assert run.report is not None, f"{mutation.id}: the drill gave no JSON report: {run.describe()}"
     assert run.returncode == 1 and run.report["ok"] is False, \
         f"{mutation.id} NOT CAUGHT ({mutation.bug}): {run.describe()}"
@@ -298,17 +340,23 @@ def _main(argv: list[str]) -> int:
     ``--sweep OPTION_SET FILE FUNC[,FUNC...]``: a statement-deletion sweep (see _sweep)."""
     import tempfile
 
-    with tempfile.TemporaryDirectory(prefix="mutations-") as tmp:
+    sys.path.insert(0, str(Path(__file__).parent))  # pg_server, rabbitmq_server
+    with tempfile.TemporaryDirectory(prefix="mutations-") as tmp, ExitStack() as stack:
         root = Path(tmp)
         if argv[:1] == ["--sweep"]:
             _sweep(root, argv[1], argv[2], set(argv[3].split(",")))
             return 0
+        repeat = 1
+        if argv[:1] == ["--repeat"]:  # each mutation N times (is it caught every time?)
+            repeat, argv = int(argv[1]), argv[2:]
         wanted = set(argv)
-        renders = Renders(root / "pristine")
-        for n, mutation in enumerate(m for m in MUTATIONS if not wanted or m.id in wanted or m.option_set in wanted):
+        renders, services = Renders(root / "pristine"), Services(stack)
+        chosen = [m for m in MUTATIONS if not wanted or m.id in wanted or m.option_set in wanted]
+        for n, mutation in enumerate(m for m in chosen for _ in range(repeat)):
             project, package = renders.copy(mutation.option_set, root / f"case-{n}" / "project")
             apply_mutation(project, package, mutation)
-            run = run_drill(project, package, root / f"case-{n}" / "drill", mutation.drill)
+            run = run_drill(project, package, root / f"case-{n}" / "drill", mutation.drill,
+                            services.env(OPTION_SETS[mutation.option_set].needs))
             print(_verdict_line(mutation.id, mutation.checks, run), flush=True)
     return 0
 

@@ -23,7 +23,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from .drill import command as drill_module
-from .runtime import outage
+from .runtime import outage, probe_hook
 from .ops import reset as reset_module
 from .runtime import effects
 from .ops import reconcile
@@ -158,6 +158,9 @@ def fresh_shell_command(command: str, data_dir: Path) -> str:
 
 def cmd_run(args: argparse.Namespace, ctx: Context) -> int:
     shutdown = Shutdown(ctx.settings.grace_period_s).install()
+    watched = probe_hook.observer  # a drilled worker: it tells the drill how its run ended
+    if watched is not None:
+        watched.run_started(ctx)
     try:
         if settings_module.INPUT_SOURCE == "rabbitmq" and args.limit is None:  # the queue is the input
             from .runtime import amqp_input
@@ -169,9 +172,12 @@ def cmd_run(args: argparse.Namespace, ctx: Context) -> int:
                 return int(ctx.strategy.run(ctx, shutdown, limit=args.limit))
         # A store outage (a PostgreSQL restart) is ridden out: the work is started again in
         # this process, from the committed state (outage.py); unacked messages come back.
-        return outage.ride_out(work, shutdown, ctx.settings.store_outage_s)
+        code = outage.ride_out(work, shutdown, ctx.settings.store_outage_s)
     finally:
         shutdown.cancel()
+    if watched is not None:
+        watched.run_ended(ctx, shutdown.signal_name, code)
+    return code
 
 
 def cmd_status(args: argparse.Namespace, ctx: Context) -> int:

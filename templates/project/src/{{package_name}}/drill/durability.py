@@ -9,12 +9,18 @@ Two halves:
   first and its directory fsynced after.
 * :class:`Probe`, installed by ``__main__`` in a worker that a drill starts (the
   drill sets :data:`PROBE_ENV`; nothing is installed otherwise). It wraps
-  ``sqlite3.connect`` (every state-store connection reports the ``synchronous``
-  and ``journal_mode`` it really commits with), ``os.fsync`` (files and
-  directories counted apart) and ``os.replace``/``os.rename`` (a renamed file that
-  was not fsynced, or a rename whose directory is not fsynced before the next
-  write, is a violation). It sees what the strategy code did, whatever that code
-  says about itself: a deleted fsync or a weakened pragma shows up here.
+  ``sqlite3.connect`` (every state-store connection reads back the ``synchronous``
+  it really commits with on EVERY commit, one pragma read, no I/O; its
+  ``journal_mode`` at the first commit and every :data:`JOURNAL_EVERY`), ``os.fsync`` (files and directories counted apart) and
+  ``os.replace``/``os.rename`` (a renamed file that was not fsynced, or a rename
+  whose directory is not fsynced before the next write, is a violation). On
+  PostgreSQL, store.py calls :meth:`Probe.committing` inside every transaction just
+  before its COMMIT (``probe_hook``): the settings read there are the ones that
+  commit, a ``SET LOCAL synchronous_commit = off`` included. It sees what the
+  strategy code did, whatever that code says about itself: a deleted fsync or a
+  weakened pragma, even after the first commit, shows up here. Its account of the
+  worker itself (how the run ended, what it still held, the messages it acked) is
+  witness.py's.
 
 The probe writes ``<dir>/<pid>.json`` whenever it first sees something (a new
 setting, the first checkpoint write, a violation) and at exit, so a worker killed
@@ -35,16 +41,20 @@ from typing import Any
 
 from ..runtime import probe_hook
 from ..runtime.errors import CorruptStateError
+from . import witness
 from ..runtime.safe_read import read_json
-from ..runtime.store import STATE_DB, sqlite_settings
+from ..runtime.store import STATE_DB, SYNCHRONOUS_NAMES
 from ..settings import ENV_PREFIX
 
 #: Set by the drill for its workers: the directory the probe reports into.
 PROBE_ENV = ENV_PREFIX + "DRILL_PROBE"
 
 DURABLE_SYNCHRONOUS = ("FULL", "EXTRA")
-#: Sample a connection's pragmas at its first commit, then every this many commits.
-SAMPLE_EVERY = 64
+#: SQLite's journal_mode is read at a connection's first commit and then every this many.
+JOURNAL_EVERY = 64
+#: PostgreSQL: what a transaction is about to commit with, in one round trip (fsync is the
+#: server's; synchronous_commit can be changed per session and per transaction).
+PG_COMMIT_SETTINGS = "SELECT current_setting('fsync') AS fsync, current_setting('synchronous_commit') AS synchronous_commit"
 MAX_VIOLATIONS = 5  # per process: the first few say enough
 
 
@@ -83,6 +93,10 @@ class Probe:
         #: Store outages this worker rode out (outage.py): each restarts the unit of work in
         #: flight, like a kill, so the drill counts them with the kills.
         self.outages = 0
+        #: State-store commits whose settings were read (every one: SQLite and PostgreSQL).
+        self.commits_read = 0
+        #: The worker's own account (witness.py): owner id, how its run ended, acks.
+        self.account = witness.Account()
         self.real: dict[str, Any] = {"fsync": os.fsync, "replace": os.replace, "rename": os.rename,
                                      "connect": sqlite3.connect}
 
@@ -92,6 +106,7 @@ class Probe:
         os.replace = self._wrap_rename(self.real["replace"])  # type: ignore[assignment]
         os.rename = self._wrap_rename(self.real["rename"])  # type: ignore[assignment]
         sqlite3.connect = self._connect  # type: ignore[assignment]
+        self.account.watch_acks(self)
         atexit.register(self.finish)
         return self
 
@@ -110,6 +125,7 @@ class Probe:
         """Put the real functions back (tests install a probe in-process)."""
         os.fsync, os.replace, os.rename = self.real["fsync"], self.real["replace"], self.real["rename"]
         sqlite3.connect = self.real["connect"]
+        self.account.unwatch_acks()
         atexit.unregister(self.finish)
 
     def finish(self, moment: str = "exited") -> None:
@@ -128,11 +144,19 @@ class Probe:
             """A state-store connection that reports its settings when it commits."""
 
             commits = 0
+            journal_mode = ""
 
             def _committing(self) -> None:
+                # synchronous at EVERY commit (one pragma read, no I/O): weakened after the first
+                # commit, it is seen at the next. journal_mode (a costlier read, and leaving WAL
+                # needs the database to itself) at the first commit and every JOURNAL_EVERY.
+                probe.commits_read += 1
                 self.commits += 1
-                if self.commits % SAMPLE_EVERY == 1:
-                    probe.saw_sqlite(sqlite_settings(super()))
+                if self.commits % JOURNAL_EVERY == 1:
+                    self.journal_mode = str(super().execute("PRAGMA journal_mode").fetchone()[0]).lower()
+                level = super().execute("PRAGMA synchronous").fetchone()[0]
+                probe.saw_sqlite({"synchronous": SYNCHRONOUS_NAMES.get(int(level), str(level)),
+                                  "journal_mode": self.journal_mode})
 
             def execute(self, sql: str, *params: Any) -> Any:  # type: ignore[override]
                 if sql[:6].upper() == "COMMIT":  # store.py commits with an explicit COMMIT
@@ -155,9 +179,27 @@ class Probe:
             self.postgresql.append(settings)
             self.write()
 
+    def committing(self, store: Any) -> None:
+        """store.py, inside a PostgreSQL transaction, just before COMMIT (probe_hook.py)."""
+        self.commits_read += 1
+        self.saw_postgresql({k: str(v) for k, v in (store.one(PG_COMMIT_SETTINGS) or {}).items()})
+
     def saw_outage(self) -> None:
         self.outages += 1
         self.write()
+
+    # ---- the worker's own account (witness.py), told by cli.py's `run`
+    def run_started(self, ctx: Any) -> None:
+        self.account.run_started(ctx)
+        self.write()
+
+    def run_ended(self, ctx: Any, signal_name: str | None, code: int) -> None:
+        self.account.run_ended(ctx, signal_name, code)
+        self.write()
+
+    def saw_acks(self, correlation_ids: list[str]) -> None:
+        if self.account.acked(correlation_ids):
+            self.write()  # a message acked before its work was committed: said before a kill can land
 
     # ---- files
     def _fsync(self, fd: Any) -> None:
@@ -202,7 +244,8 @@ class Probe:
     # ---- reporting
     def write(self) -> None:
         doc = {"pid": os.getpid(), "sqlite": self.connections, "postgresql": self.postgresql,
-               "files": self.files, "violations": self.violations, "outages": self.outages}
+               "files": self.files, "violations": self.violations, "outages": self.outages,
+               "commits_read": self.commits_read, **self.account.report()}
         tmp = self.path.with_name(self.path.name + ".tmp")
         try:
             tmp.write_text(json.dumps(doc, sort_keys=True), encoding="utf-8")
@@ -230,7 +273,7 @@ def collect(report_dir: Path) -> dict[str, Any]:
     """The drill's side: merge what every worker process reported."""
     merged: dict[str, Any] = {"processes": 0, "sqlite": [], "postgresql": [],
                               "files": {"file_fsyncs": 0, "dir_fsyncs": 0, "renames": 0, "synced_renames": 0},
-                              "violations": [], "outages": 0}
+                              "violations": [], "outages": 0, "commits_read": 0, "workers": []}
     for path in sorted(report_dir.glob("*.json")):
         try:
             doc = read_json(path, "durability report")  # bounded (safe_read.py)
@@ -238,6 +281,8 @@ def collect(report_dir: Path) -> dict[str, Any]:
             continue  # a report cut short by the kill itself: the next write would have replaced it
         merged["processes"] += 1
         merged["outages"] += int(doc.get("outages", 0))
+        merged["commits_read"] += int(doc.get("commits_read", 0))
+        merged["workers"].append(witness.worker_entry(doc))
         for kind in ("sqlite", "postgresql"):
             for seen in doc.get(kind, []):
                 if seen not in merged[kind]:

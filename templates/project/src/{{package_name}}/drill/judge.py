@@ -18,8 +18,10 @@ from .. import settings as settings_module
 from ..runtime import effects
 from ..runtime.external import a_redone_call, applied_effects
 from ..runtime.strategy import Context
+from ..runtime.strategy import load as load_strategy
 from ..settings import Settings
-from . import verdict
+from . import evidence, verdict
+from .checks import calls, exits, history
 from .durability import PROBE_ENV, collect
 
 ORACLE_TIMEOUT_S = 120  # the oracle runs meanwhile; waiting longer means job.py hangs
@@ -39,6 +41,8 @@ def start_oracle(data_dir: Path, name: str, shuffle_seed: int | None, clock_shif
         cmd += ["--shuffle-seed", str(shuffle_seed)]
     if clock_shift_s:
         cmd += ["--clock-shift-s", str(clock_shift_s)]
+    # What the job's effect() answers in the run: the service's answer, or "recorded" (strategy.py).
+    cmd += ["--answers", getattr(load_strategy(), "EFFECT_ANSWERS", "service")]
     env = dict(env)
     env.pop(PROBE_ENV, None)
     with open(data_dir / f"drill-oracle-{name}.log", "wb") as err:
@@ -73,8 +77,8 @@ def judge(ctx: Context, settings: Settings, data_dir: Path, report: dict[str, An
         a = None
         failures.append(verdict.failure("results", f"{exc}; results could not be checked"))
     policy = report["plain_policy"] or ""
-    failures += verdict.check_effects(applied, expected, a, policy=policy,
-                                      in_doubt=set(effects.in_doubt_calls(data_dir, settings)),
+    in_doubt = effects.in_doubt_calls(data_dir, settings)
+    failures += verdict.check_effects(applied, expected, a, policy=policy, in_doubt=set(in_doubt),
                                       resent=report["possible_duplicates"])
     if a is not None:
         a["records_in_order"] = [str(r["record_id"]) for r in records]
@@ -83,10 +87,11 @@ def judge(ctx: Context, settings: Settings, data_dir: Path, report: dict[str, An
         failures += verdict.check_determinism(a, b, unstable)
         stored = _read_back(strategy.stored_results, ctx, "results", failures)
         if stored is not _UNREADABLE:
-            failures += verdict.check_results(stored, a, skip)
+            failures += verdict.check_results(stored, a, skip, unknown={rid for rid, _ in in_doubt})
         states = _read_back(strategy.stored_final_states, ctx, "final_state", failures)
         if states is not _UNREADABLE:
             failures += verdict.check_final_states(states, a, skip, job.fold)
+        failures += calls.check_calls_per_step(a)
         failures += verdict.check_payloads(applied, a, skip)
         report["oracle"] = {
             "records": len(a["records"]), "expected_effects": len(expected), "steps": a["steps"],
@@ -98,27 +103,42 @@ def judge(ctx: Context, settings: Settings, data_dir: Path, report: dict[str, An
     else:
         report["oracle"] = {"records": len(records), "expected_effects": len(expected), "steps": list(job.STEPS),
                             "computed_by": "the oracle failed; see the results failure"}
+    stored_history = getattr(strategy, "stored_history", None)  # optional (strategy.py)
+    if stored_history is not None:
+        kept = _read_back(stored_history, ctx, "history", failures)
+        if kept is not _UNREADABLE:
+            failures += history.check_history(kept)
     failed_task = next((t for t in state.get("tasks", []) if t.get("error")), None)
+    seen = collect(data_dir / PROBE_DIR)
     # A store outage a worker rode out restarts its unit in flight like a kill: same allowance.
-    report["store_outages_ridden"] = collect(data_dir / PROBE_DIR)["outages"]
+    report["store_outages_ridden"] = seen["outages"]
+    # How each worker stopped, told by itself (witness.py): a clean stop leaves nothing behind.
+    report["exits"] = evidence.exits_summary(seen["workers"])
+    failures += exits.check_held(seen["workers"])
+    failures += exits.check_after_exit(seen["workers"], evidence.call_log(data_dir),
+                                       evidence.held_in_doubt(data_dir, settings))
+    failures += exits.check_acks(seen["workers"])
     failures += verdict.check_run(report, promise=strategy.REDONE_CALLS_PER_KILL,
                                   redone_example=a_redone_call(data_dir) if report["redone_calls"] else None,
                                   failed_task=failed_task, log_path=str(data_dir / "drill-workers.log"),
                                   resent=report["possible_duplicates"] if policy == "at-least-once" else None)
-    report["durability"] = observed_durability(ctx, data_dir)
+    report["durability"] = observed_durability(ctx, data_dir, seen)
     failures += verdict.check_durability(report["durability"])
     return failures
 
 
-def observed_durability(ctx: Context, data_dir: Path) -> dict[str, Any]:
+def observed_durability(ctx: Context, data_dir: Path, seen: dict[str, Any] | None = None) -> dict[str, Any]:
     """What the workers were observed to run with (their probes' reports, durability.py)."""
-    seen = collect(data_dir / PROBE_DIR)
+    seen = collect(data_dir / PROBE_DIR) if seen is None else seen
     if getattr(ctx.strategy, "STATE_STORE", "database") == "files":
         return {"state_store": "files", "processes": seen["processes"], **seen["files"],
                 "violations": seen["violations"]}
+    # commits_read: state-store commits whose settings were read, each inside its transaction.
     if ctx.settings.database_url.startswith(("postgresql://", "postgres://")):
-        return {"state_store": "postgresql", "processes": seen["processes"], "settings": seen["postgresql"]}
-    return {"state_store": "sqlite", "processes": seen["processes"], "settings": seen["sqlite"]}
+        return {"state_store": "postgresql", "processes": seen["processes"], "settings": seen["postgresql"],
+                "commits_read": seen["commits_read"]}
+    return {"state_store": "sqlite", "processes": seen["processes"], "settings": seen["sqlite"],
+            "commits_read": seen["commits_read"]}
 
 
 _UNREADABLE = object()

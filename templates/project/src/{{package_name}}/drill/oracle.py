@@ -3,8 +3,9 @@
 ``python -m <package>.oracle --input RECORDS.json --output ORACLE.json`` runs in a
 clean process of its own (the drill starts it; nothing of the strategy module is
 imported): it calls :func:`job.process_record` on every input record with a
-*recording* effect (no external call is made) and writes, per record, the
-result and the effects the job asked for, plus the steps job.py declares.
+*recording* effect (no external call is made; it answers what the simulated service
+would, ``external.answer``: the same ``reference``) and writes, per record, the
+result and every effect the job asked for, in order, plus the steps job.py declares.
 
 Run twice by the drill, in different record orders and with the clock of the
 second run moved (``--shuffle-seed``, ``--clock-shift-s``): a job that keeps
@@ -28,6 +29,7 @@ from types import ModuleType
 from typing import Any
 
 from ..runtime.errors import JobError
+from ..runtime.external import answer
 from ..runtime.safe_read import read_json
 
 
@@ -69,13 +71,24 @@ def load_job() -> ModuleType:
     return importlib.import_module(f"{__package__.rpartition('.')[0]}.job")  # <package>.job, beside drill/
 
 
-def compute(job: ModuleType, record: dict[str, Any]) -> dict[str, Any]:
-    """One record: the job's result and the effects it asked for, as [step, payload] pairs."""
+#: What ``effect()`` answers in the run: ``service``, the simulated service's answer (its
+#: deterministic ``reference`` included, runtime/external.py), for strategies whose effect calls
+#: the service at once; ``recorded``, for those that only record the effect to send it later
+#: (event sourcing: the command side never calls out), whose job sees no service answer.
+ANSWERS = ("service", "recorded")
+
+
+def compute(job: ModuleType, record: dict[str, Any], answers: str = "service") -> dict[str, Any]:
+    """One record: the job's result and EVERY effect it asked for, in order, as [step, payload]
+    pairs (two calls in one step are two entries: the drill counts them, verdict.py)."""
     effects: list[list[Any]] = []
 
     def effect(payload: Any = None, step: str = "") -> dict[str, Any]:
         effects.append([step or job.RECORD_STEP, payload])
-        return {"status": "recorded", "record_id": record.get("record_id"), "step": step or job.RECORD_STEP}
+        if answers == "recorded":
+            return {"status": "recorded", "record_id": record.get("record_id"), "step": step}
+        # What the service answers a first call (a re-sent one gets the same reference).
+        return answer("applied", str(record.get("record_id")), step or job.RECORD_STEP, payload)
 
     try:
         # work_ms only sleeps (it stands in for work); the answer must not depend on it.
@@ -90,14 +103,14 @@ def compute(job: ModuleType, record: dict[str, Any]) -> dict[str, Any]:
     return {"result": result, "effects": effects}
 
 
-def run(records: list[dict[str, Any]], shuffle_seed: int | None) -> dict[str, Any]:
+def run(records: list[dict[str, Any]], shuffle_seed: int | None, answers: str = "service") -> dict[str, Any]:
     job = load_job()
     order = list(range(len(records)))
     if shuffle_seed is not None:
         random.Random(shuffle_seed).shuffle(order)
     computed: dict[str, Any] = {}
     for i in order:
-        computed[str(records[i]["record_id"])] = compute(job, records[i])
+        computed[str(records[i]["record_id"])] = compute(job, records[i], answers)
     # Round-trip through JSON now, so results compare as the stored (JSON) ones do.
     return json.loads(json.dumps({
         "steps": list(job.STEPS), "record_step": job.RECORD_STEP, "initial_state": job.INITIAL_STATE,
@@ -113,6 +126,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--output", type=Path, required=True, help="where to write the oracle's JSON")
     p.add_argument("--shuffle-seed", type=int, default=None, help="process the records in a shuffled order")
     p.add_argument("--clock-shift-s", type=float, default=0.0, help="move this process's wall clock")
+    p.add_argument("--answers", choices=ANSWERS, default="service",
+                   help="what effect() answers: the simulated service's answer, or 'recorded' (event sourcing)")
     args = p.parse_args(argv)
     try:
         records = read_json(args.input, "oracle input", error=JobError)  # bounded (safe_read.py)
@@ -124,7 +139,7 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     if args.clock_shift_s:
         shift_clock(args.clock_shift_s)
-    report = run(records, args.shuffle_seed)
+    report = run(records, args.shuffle_seed, args.answers)
     tmp = args.output.with_name(args.output.name + ".tmp")
     tmp.write_text(json.dumps(report, sort_keys=True), encoding="utf-8")
     tmp.replace(args.output)  # the drill never reads half a file

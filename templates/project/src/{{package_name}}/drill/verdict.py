@@ -28,10 +28,11 @@ from typing import Any
 
 from . import durability as durability_module
 
-#: Every check id, in the order the text verdict lists them.
+#: Every check id, in the order the text verdict lists them (the later ones: drill/checks/).
 CHECKS = ("lost", "duplicate_effects", "unexpected_effects", "incomplete", "results", "final_state",
-          "nondeterministic_job", "effect_payloads", "kills_not_delivered", "redone_calls", "durability",
-          "worker_failures", "graceful_exit")
+          "nondeterministic_job", "calls_per_step", "effect_payloads", "history", "kills_not_delivered",
+          "redone_calls", "durability", "worker_failures", "graceful_exit", "held_after_exit",
+          "in_doubt_after_exit", "resent_after_exit", "acked_uncommitted")
 
 Failure = dict[str, str]
 
@@ -122,11 +123,14 @@ def check_determinism(a: dict[str, Any], b: dict[str, Any], unstable: list[str])
                     "across records and read no clock or random numbers in process_record")]
 
 
-def check_results(stored: list[tuple[str, Any]] | None, oracle: dict[str, Any], skip: set[str]) -> list[Failure]:
+def check_results(stored: list[tuple[str, Any]] | None, oracle: dict[str, Any], skip: set[str],
+                  unknown: set[str] | frozenset[str] = frozenset()) -> list[Failure]:
     """Every record's stored result equals job.py's, recomputed by the oracle.
 
     ``skip``: records whose two oracle runs disagree (nondeterministic_job says so);
-    they have no single right answer to compare with.
+    they have no single right answer to compare with. ``unknown``: records with a call in
+    doubt (plain, at most once): the service's answer never came, so a result that keeps it
+    cannot equal the oracle's; `reconcile` lists them for a person.
     """
     if stored is None:
         return []  # the strategy keeps no per-record results (final state and payloads are checked)
@@ -146,7 +150,7 @@ def check_results(stored: list[tuple[str, Any]] | None, oracle: dict[str, Any], 
     if twice:
         found.append(failure("results", f"{len(twice)} records have their result stored more than once, "
                                         f"e.g. record {twice[0]} ({len(by_record[twice[0]])} rows)"))
-    wrong = sorted(rid for rid in wanted.keys() & by_record.keys() - skip
+    wrong = sorted(rid for rid in wanted.keys() & by_record.keys() - skip - unknown
                    if any(canonical(r) != canonical(wanted[rid]) for r in by_record[rid]))
     if wrong:
         rid = wrong[0]
@@ -195,16 +199,20 @@ def check_final_states(states: list[dict[str, Any]] | None, oracle: dict[str, An
 
 
 def check_payloads(applied: list[tuple[str, str, Any]], oracle: dict[str, Any], skip: set[str]) -> list[Failure]:
-    """The first applied effect of each (record, step) carries the payload job.py asks for."""
+    """EVERY applied effect of a (record, step) carries a payload job.py asks for in that step
+    (not only the first: a re-send or a second call must carry it too)."""
     wrong: list[tuple[str, str, Any, Any]] = []
-    seen: set[tuple[str, str]] = set()
+    asked_by_record: dict[str, dict[str, list[str]]] = {}
     for rid, step, payload in applied:
-        if (rid, step) in seen or rid in skip or rid not in oracle["records"]:
+        if rid in skip or rid not in oracle["records"]:
             continue
-        seen.add((rid, step))
-        asked = {s: p for s, p in reversed(oracle["records"][rid].get("effects", []))}  # the first call per step
-        if step in asked and canonical(payload) != canonical(asked[step]):
-            wrong.append((rid, step, payload, asked[step]))
+        if rid not in asked_by_record:
+            asked_by_record[rid] = {}
+            for s, p in oracle["records"][rid].get("effects", []):
+                asked_by_record[rid].setdefault(s, []).append(canonical(p))
+        asked = asked_by_record[rid].get(step)
+        if asked is not None and canonical(payload) not in asked:
+            wrong.append((rid, step, payload, json.loads(asked[0])))
     if not wrong:
         return []
     rid, step, payload, want = sorted(wrong, key=lambda w: (w[0], w[1]))[0]

@@ -20,6 +20,13 @@ a :class:`TransientError` before applying anything (``submit-demo --fail-rate F`
 ``drill --fail-rate F``). Stored in ``external.db``, so every worker process sees
 it; it overrides the ``external_failure_rate`` setting.
 
+**Its answer** to a call is :func:`answer`: ``status`` says what this one call did
+(``applied``, ``duplicate``, ``found``: it differs between a first run and a
+recovery), ``reference`` is the service's answer to the *request* (think: the payment
+reference), derived from the request alone, so a re-sent call, a replayed duplicate
+and a lookup all give the same reference. A ``job.py`` that keeps the answer keeps
+the ``reference``; the drill's oracle computes it without calling (drill/oracle.py).
+
 Every request is logged in ``calls``; every applied effect in
 ``effects(record_id, step, idempotency_key, applied_at)``. Verify any run with::
 
@@ -31,6 +38,7 @@ and docs/wiring-a-real-service.md.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import random
@@ -80,6 +88,20 @@ SELECT_KIND = "SELECT value FROM config WHERE name = 'kind'"
 INSERT_KIND = "INSERT INTO config (name, value) VALUES ('kind', ?) ON CONFLICT (name) DO NOTHING"
 
 KINDS = ("idempotent", "queryable", "plain")
+
+
+def reference(record_id: str, step: str, payload: Any) -> str:
+    """The service's answer to a request, the same every time it is asked: a pure function of
+    (record, step, payload), as a real API's reference is fixed by the first request under a key."""
+    request = json.dumps([record_id, step, payload], sort_keys=True, default=repr)
+    return "ref-" + hashlib.sha256(request.encode()).hexdigest()[:16]
+
+
+def answer(status: str, record_id: str, step: str, payload: Any, **extra: Any) -> dict[str, Any]:
+    """What ``apply`` and ``lookup`` return; the oracle's recording effect returns the same
+    (without the key, which only the strategy knows)."""
+    return {"status": status, "record_id": record_id, "step": step,
+            "reference": reference(record_id, step, payload), **extra}
 
 
 class NoLookup(JobError):
@@ -133,8 +155,9 @@ class ExternalService:
         self.conn.execute("BEGIN IMMEDIATE")
         try:
             # Only the idempotent kind dedupes; the others apply every call they get.
-            seen = self.kind == "idempotent" and key is not None and self.conn.execute(
-                SELECT_EFFECT_BY_KEY, (key,)).fetchone() is not None
+            first = self.conn.execute(SELECT_EFFECT_BY_KEY, (key,)).fetchone() \
+                if self.kind == "idempotent" and key is not None else None
+            seen = first is not None
             if not seen:
                 self.conn.execute(INSERT_EFFECT, (record_id, step, key, now, json.dumps(payload)))
             outcome = "duplicate" if seen else "applied"
@@ -143,7 +166,9 @@ class ExternalService:
             self.conn.execute("ROLLBACK")
             raise
         self.conn.execute("COMMIT")
-        return {"status": outcome, "record_id": record_id, "step": step, "idempotency_key": key}
+        if first is not None:  # a duplicate is answered as the first request was (its reference)
+            return answer(outcome, first[0], first[1], _payload(first[4]), idempotency_key=key)
+        return answer(outcome, record_id, step, payload, idempotency_key=key)
 
     def lookup(self, reference: str) -> dict[str, Any] | None:
         """Queryable kind only: the applied effect with this reference, or None if the
@@ -156,10 +181,14 @@ class ExternalService:
                                         "found" if row else "missing", os.getpid(), time.time()))
         if row is None:
             return None
-        return {"status": "found", "record_id": row[0], "step": row[1], "idempotency_key": row[2]}
+        return answer("found", row[0], row[1], _payload(row[4]), idempotency_key=row[2])
 
     def close(self) -> None:
         self.conn.close()
+
+
+def _payload(stored: str | None) -> Any:
+    return json.loads(stored) if stored is not None else None
 
 
 def verify(data_dir: Path, expected: set[tuple[str, str]]) -> dict[str, Any]:

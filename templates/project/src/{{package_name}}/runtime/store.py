@@ -209,6 +209,8 @@ class Store:
                     raise
             raise
         else:
+            if probe_hook.observer is not None and self.dialect == "postgresql":
+                probe_hook.observer.committing(self)  # the drill reads what this COMMIT runs with
             self.execute("COMMIT")
             note_commit()
 

@@ -61,6 +61,11 @@ talk to the strategy only through the package named by ``settings.RUNTIME_MODULE
 
 The drill compares what the last two return with its oracle (oracle.py), which
 knows job.py and the input only.
+``EFFECT_ANSWERS: str`` (optional, default ``"service"``)
+    what job.py's ``effect()`` returns in this strategy: ``"service"``, the external
+    service's answer (``external.answer``: its ``reference`` is what a job may keep);
+    ``"recorded"`` when the effect is only recorded and sent later (event sourcing),
+    so the job never sees an answer. The drill's oracle answers the same way.
 ``WINDOWS: dict[str, str]`` (optional; every generated strategy has it)
     the critical windows: name -> what a kill there proves. The module calls
     ``faults.window(name)`` at each; ``drill --aim NAME|all`` kills exactly there.
@@ -70,6 +75,13 @@ knows job.py and the input only.
 ``drill_submit(ctx, records, *, work_ms=0.0) -> list[str]`` (optional)
     how the drill hands its input to the workers instead of ``submit``: a queue
     input (runtime/amqp_input/) publishes the records as messages the workers consume.
+``held_claims(ctx) -> list[dict]`` (optional, read-only)
+    every claim or lease held right now, ``{"what", "owner"}`` (``held_rows`` reads them);
+    a worker the drill started reads it after its run ended and must find none under its
+    own owner id (drill/witness.py, check ``held_after_exit``).
+``stored_history(ctx) -> dict`` (optional, read-only)
+    the history the strategy keeps (transitions, event streams, positions), in the shape
+    drill/checks/history.py documents; the drill checks it is complete and in order.
 ``drill_report(ctx) -> dict`` (optional)
     the strategy's own figures, added to the drill report (a queue input: messages
     ``redelivered``, ``deduped``, ``rejected``, ``queue_left``).
@@ -140,6 +152,17 @@ def run_worker(ctx: Context, make_worker: Callable[[Any, ExternalService], Any],
             external.close()
         if own_store:
             store.close()
+
+
+def held_rows(ctx: Context, open_store: Callable[[Context], Any], sql: str, what: str,
+              params: tuple[Any, ...] = ()) -> list[dict[str, str]]:
+    """The body of a strategy's ``held_claims``: each row (``id``, ``owner``) of ``sql`` as
+    ``{"what": "<what> <id>", "owner"}``, read on a connection of its own (read-only)."""
+    store = open_store(ctx)
+    try:
+        return [{"what": f"{what} {row['id']}", "owner": row["owner"]} for row in store.all(sql, params)]
+    finally:
+        store.close()
 
 
 REQUIRED = ("NAME", "MULTI_WORKER", "STORE_TABLES", "submit", "run", "status", "expected_effects", "REDONE_CALLS_PER_KILL",

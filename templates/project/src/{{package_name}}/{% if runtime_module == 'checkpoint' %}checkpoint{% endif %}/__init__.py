@@ -36,10 +36,10 @@ from ..runtime.errors import JobError
 from ..runtime.external import ExternalService
 from ..runtime.shutdown import Shutdown
 from ..runtime.store import Store, workload_held
-from ..runtime.strategy import Context, Submitted, percent, run_worker
+from ..runtime.strategy import Context, Submitted, held_rows, percent, run_worker
 from ..settings import INPUT_SOURCE, Settings
-from .tables import (CHECKPOINT, COUNT_TASKS, INSERT_TASK, PAYLOAD, SELECT_FINAL_STATES, SELECT_RESULTS,
-                     SELECT_STATUS, open_store)
+from .tables import (CHECKPOINT, COUNT_TASKS, INSERT_TASK, PAYLOAD, SELECT_FINAL_STATES, SELECT_HELD,
+                     SELECT_RESULTS, SELECT_STATUS, open_store)
 from .worker import Worker
 
 NAME = "checkpoint"
@@ -165,6 +165,12 @@ def stored_results(ctx: Context) -> list[tuple[str, Any]]:
         return [(row["record_id"], json.loads(row["output"])) for row in store.all(SELECT_RESULTS)]
     finally:
         store.close()
+
+
+def held_claims(ctx: Context) -> list[dict[str, str]]:
+    """Read-only, for the drill: every claim held right now, ``{"what", "owner"}`` (a worker
+    that stopped must hold none: drill/witness.py reads this after each run ends)."""
+    return held_rows(ctx, open_store, SELECT_HELD, "task")
 
 
 def stored_final_states(ctx: Context) -> list[dict[str, Any]]:

@@ -105,6 +105,7 @@ FROM tasks ORDER BY created_at, task_id"""
 # What the run stored, read back by the drill.
 SELECT_RESULTS = "SELECT record_id, output FROM results ORDER BY task_id, seq"
 SELECT_FINAL_STATES = "SELECT task_id, payload, checkpoint_data FROM tasks ORDER BY created_at, task_id"
+SELECT_HELD = "SELECT task_id AS id, owner FROM tasks WHERE status = 'running' ORDER BY task_id"
 
 
 def open_store(ctx: Context, *, create: bool = False) -> Store:

@@ -88,6 +88,9 @@ MULTI_WORKER = True
 #: After a kill, the effects subscriber re-sends the prepared page's calls with their keys when
 #: the service is idempotent (it dedupes them); otherwise none: looked up or in doubt (effects.py).
 REDONE_CALLS_PER_KILL = effects.promise(settings_module.Settings.from_env().batch_size * len(job.STEPS))
+#: The command side only records an effect (the subscriber sends it later): job.py's effect()
+#: answers "recorded", never the service's answer, and the drill's oracle answers the same.
+EFFECT_ANSWERS = "recorded"
 #: The critical windows (drill --aim): name -> what a kill there proves.
 WINDOWS = {
     APPEND_WINDOW: ("a batch of commands is appended as events (one transaction), the client has not acknowledged "
@@ -265,4 +268,41 @@ def stored_final_states(ctx: Context) -> list[dict[str, Any]]:
         return states
     finally:
         app.close()
+        store.close()
+
+
+@outages_unavailable
+def stored_history(ctx: Context) -> dict[str, Any]:
+    """Read-only, for the drill (drill/checks/history.py): each task stream's events (version,
+    kind, the record seq of a RecordProcessed) and each subscriber's position against the head
+    of the notification log: versions contiguous from 1, records in order, positions caught up."""
+    store = open_store(ctx)
+    app = open_events(ctx)
+    try:
+        streams = []
+        for row in store.all(SELECT_TASKS):
+            entries = []
+            for stored in app.recorder.select_events(stream_id(row["task_id"])):
+                event = app.mapper.to_domain_event(stored)
+                entries.append({"seq": stored.originator_version, "event": type(event).__name__,
+                                **({"item": event.seq} if isinstance(event, Task.RecordProcessed) else {})})
+            streams.append({"id": row["task_id"], "entries": entries})
+        head = app.recorder.max_notification_id() or 0
+        positions = [{"name": r["name"], "position": r["position"], "head": head}
+                     for r in store.all("SELECT name, position FROM es_subscribers ORDER BY name")]
+    finally:
+        app.close()
+        store.close()
+    return {"unit": "stream", "entry": "event", "streams": streams, "positions": positions}
+
+
+@outages_unavailable
+def held_claims(ctx: Context) -> list[dict[str, str]]:
+    """Read-only, for the drill: the subscribers' leases held right now, ``{"what", "owner"}``
+    (a worker that stopped must hold none: drill/witness.py reads this after each run ends)."""
+    store = open_store(ctx)
+    try:
+        return [{"what": f"the {row['name']} subscriber's lease", "owner": row["owner"]}
+                for row in store.all("SELECT name, owner FROM es_subscribers WHERE owner IS NOT NULL ORDER BY name")]
+    finally:
         store.close()

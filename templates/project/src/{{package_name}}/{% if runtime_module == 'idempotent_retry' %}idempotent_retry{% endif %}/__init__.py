@@ -38,9 +38,10 @@ from ..runtime.errors import JobError
 from ..runtime.external import ExternalService
 from ..runtime.shutdown import Shutdown
 from ..runtime.store import Store, workload_held
-from ..runtime.strategy import Context, Submitted, percent, run_worker
+from ..runtime.strategy import Context, Submitted, held_rows, percent, run_worker
 from ..settings import INPUT_SOURCE
-from .tables import COUNT_TASKS, INSERT_TASK, SELECT_COUNTS, SELECT_RESULTS, SELECT_UNFINISHED, TASK_INPUT, open_store
+from .tables import (COUNT_TASKS, INSERT_TASK, SELECT_COUNTS, SELECT_HELD, SELECT_RESULTS, SELECT_UNFINISHED,
+                     TASK_INPUT, open_store)
 from .worker import Worker
 
 NAME = "idempotent-retry"
@@ -172,6 +173,12 @@ def stored_results(ctx: Context) -> list[tuple[str, Any]]:
         store.close()
     return [(str(TASK_INPUT.loads(row["input"])["record"].get("record_id")), json.loads(row["output"]))
             for row in rows]
+
+
+def held_claims(ctx: Context) -> list[dict[str, str]]:
+    """Read-only, for the drill: every claim held right now, ``{"what", "owner"}`` (a worker
+    that stopped must hold none: drill/witness.py reads this after each run ends)."""
+    return held_rows(ctx, open_store, SELECT_HELD, "task")
 
 
 def stored_final_states(ctx: Context) -> None:

@@ -78,7 +78,8 @@ SELECT_UNFINISHED = """
 SELECT task_id, status, attempts, error, updated_at FROM tasks
 WHERE status IN ('running', 'failed') ORDER BY task_id LIMIT 20"""
 
-# What the run stored, read back by the drill.
+# What the run holds and stored, read back by the drill.
+SELECT_HELD = "SELECT task_id AS id, owner FROM tasks WHERE status = 'running' ORDER BY task_id"
 SELECT_RESULTS = """
 SELECT t.input, r.output FROM results r JOIN tasks t ON t.task_id = r.task_id ORDER BY r.task_id"""
 

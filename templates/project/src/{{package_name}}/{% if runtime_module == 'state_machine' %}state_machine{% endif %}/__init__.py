@@ -37,12 +37,13 @@ from ..runtime.errors import JobError
 from ..runtime.external import ExternalService
 from ..runtime.shutdown import Shutdown
 from ..runtime.store import Store, workload_held
-from ..runtime.strategy import Context, Submitted, percent, run_worker
+from ..runtime.strategy import Context, Submitted, held_rows, percent, run_worker
 from ..settings import INPUT_SOURCE
-from .flow import STEPS, OrderFlow
+from .flow import ACTIVE_STATES, INITIAL_STATE, LEGAL_MOVES, STEPS, OrderFlow
 from .orchestrator import Orchestrator
-from .tables import (COUNT_ORDERS, INSERT_ORDER, ORDER_INPUT, SELECT_COUNTS, SELECT_FAILED, SELECT_HISTORY,
-                     SELECT_ORDER, SELECT_RESULTS, SELECT_STEPS, open_store)
+from .tables import (COUNT_ORDERS, INSERT_ORDER, ORDER_INPUT, SELECT_ALL_STEPS, SELECT_ALL_TRANSITIONS, SELECT_COUNTS, SELECT_FAILED,
+                     SELECT_HELD_ORDERS, SELECT_HISTORY, SELECT_ORDER, SELECT_RESULTS, SELECT_STEPS, SELECT_VERSIONS,
+                     open_store)
 
 NAME = "state-machine"
 #: Orders are claimed one at a time (compare-and-set on their holder), so several
@@ -205,6 +206,35 @@ def stored_results(ctx: Context) -> list[tuple[str, Any]]:
 def stored_final_states(ctx: Context) -> None:
     """None: an order is one record, so no running state is carried across records."""
     return None
+
+
+def stored_history(ctx: Context) -> dict[str, Any]:
+    """Read-only, for the drill (drill/checks/history.py): every order's state and version with
+    its transition rows, and the flow's legal moves: the history must be complete and in order."""
+    store = open_store(ctx)
+    try:
+        orders, rows = store.all(SELECT_VERSIONS), store.all(SELECT_ALL_TRANSITIONS)
+        logged = store.all(SELECT_ALL_STEPS)
+    finally:
+        store.close()
+    entries: dict[str, list[dict[str, Any]]] = {}
+    for row in rows:
+        entries.setdefault(row["order_id"], []).append(
+            {"seq": row["seq"], "event": row["event"], "from": row["from_state"], "to": row["to_state"]})
+    steps: dict[str, dict[str, str]] = {}
+    for row in logged:  # the step log: a step's transition needs its call confirmed
+        steps.setdefault(row["order_id"], {})[row["step"]] = row["status"]
+    return {"unit": "order", "entry": "transition", "initial": INITIAL_STATE, "operations": list(STEPS),
+            "moves": [[source, event, target] for (source, event), target in LEGAL_MOVES.items()],
+            "streams": [{"id": o["order_id"], "state": o["state"], "version": o["version"],
+                         "entries": entries.get(o["order_id"], []), "operations": steps.get(o["order_id"], {})}
+                        for o in orders]}
+
+
+def held_claims(ctx: Context) -> list[dict[str, str]]:
+    """Read-only, for the drill: every order held right now, ``{"what", "owner"}`` (a worker
+    that stopped must hold none: drill/witness.py reads this after each run ends)."""
+    return held_rows(ctx, open_store, SELECT_HELD_ORDERS, "order", ACTIVE_STATES)
 
 
 # ------------------------------------------------------------------ queue input

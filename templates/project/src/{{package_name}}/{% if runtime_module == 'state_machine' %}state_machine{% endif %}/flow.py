@@ -38,6 +38,7 @@ class OrderFlow(StateMachine):
 #: without this module; the flow above must have exactly these (checked below).
 STEPS: tuple[str, ...] = job.STEPS
 FINAL_STATES: tuple[str, ...] = tuple(s.value for s in OrderFlow.final_states)
+INITIAL_STATE: str = next(s.value for s in OrderFlow.states if s.initial)
 ACTIVE_STATES: tuple[str, ...] = tuple(s.value for s in OrderFlow.states if not s.final)
 
 

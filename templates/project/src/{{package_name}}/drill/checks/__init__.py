@@ -1,0 +1,12 @@
+"""The drill's checks beyond the effects and results (verdict.py): pure functions over the
+history the run left, each knowing nothing of how its faults were made.
+
+* ``calls.py``   — every call job.py asks for, counted per record and step (``calls_per_step``);
+* ``history.py`` — what a strategy keeps as history, complete and in order (``history``);
+* ``exits.py``   — a worker that stopped (gracefully, or done) left nothing behind: no claim
+  (``held_after_exit``), no call in doubt (``in_doubt_after_exit``), no call for another
+  worker to send again (``resent_after_exit``); a message acked only once its work was
+  committed (``acked_uncommitted``).
+
+Each returns ``verdict.Failure`` dicts; judge.py gathers their inputs.
+"""
