@@ -19,7 +19,7 @@ from ..runtime import effects
 from ..runtime.external import a_redone_call, applied_effects
 from ..runtime.strategy import Context
 from ..settings import Settings
-from . import verdict
+from . import checks_nemesis, verdict
 from .durability import PROBE_ENV, collect
 
 ORACLE_TIMEOUT_S = 120  # the oracle runs meanwhile; waiting longer means job.py hangs
@@ -107,6 +107,7 @@ def judge(ctx: Context, settings: Settings, data_dir: Path, report: dict[str, An
                                   resent=report["possible_duplicates"] if policy == "at-least-once" else None)
     report["durability"] = observed_durability(ctx, data_dir)
     failures += verdict.check_durability(report["durability"])
+    failures += checks_nemesis.check(report, strategy)  # what only the fault schedule can show
     return failures
 
 

@@ -27,11 +27,12 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 from . import durability as durability_module
+from .checks_nemesis import NEMESIS_CHECKS
 
 #: Every check id, in the order the text verdict lists them.
 CHECKS = ("lost", "duplicate_effects", "unexpected_effects", "incomplete", "results", "final_state",
           "nondeterministic_job", "effect_payloads", "kills_not_delivered", "redone_calls", "durability",
-          "worker_failures", "graceful_exit")
+          "worker_failures", "graceful_exit") + NEMESIS_CHECKS
 
 Failure = dict[str, str]
 
