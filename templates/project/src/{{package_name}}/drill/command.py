@@ -177,6 +177,10 @@ def run_drill(args: argparse.Namespace, ctx: Context) -> int:
     emit = _printer() if args.events else (lambda event: None)
     report = Drill(ctx, plan, data_dir=args.data_dir, emit=emit).run()
     if not report["ok"] and not args.no_shrink and args.replay is None:
+        if not args.events:
+            print(f"the drill failed ({', '.join(sorted({f['check'] for f in report['failures']}))}); looking for a "
+                  f"smaller failing schedule (at most {shrink.MAX_TRIES} drills, {shrink.BUDGET_S:g} s; "
+                  "--no-shrink skips this)", file=sys.stderr, flush=True)
         report["shrunk"] = shrink.shrink(ctx, plan, report, emit=emit)
     emit({"event": "report", **report})
     if args.events:

@@ -129,7 +129,7 @@ class Drill:
         self.timed = plan.timed()
         self.base = self._expected_count()
         self.marks = {e["n"]: e["at"] * self.base for e in self.timed}
-        self.extended = 0
+        self.extended = self.comebacks = 0
         log = open(data_dir / "drill-workers.log", "ab")
         self.progress = Progress(data_dir)
         self.pool = Pool(data_dir, plan.workers, plan.hosts, worker_env(), log, history, _probe_dir(data_dir))
@@ -179,10 +179,13 @@ class Drill:
                 if (self.armed or self.timed) and self.extended < MAX_EXTENSIONS:
                     self._extend(done)
                     continue
+                if self._left_behind(done):
+                    continue
                 return
             self.nemesis.tick()
-            if not self.nemesis.busy and self.timed and done >= self.marks[self.timed[0]["n"]]:
-                event = self.timed[0]
+            event = self.timed[0] if self.timed else None
+            if event is not None and not self.nemesis.busy and done >= self.marks[event["n"]] and not (
+                    event["kind"] in KILLS and self.tally.pending):  # a kill waits for the last restart's recovery
                 outcome = self.nemesis.inject(event, done)
                 if outcome is not None:
                     self.timed.pop(0)
@@ -217,6 +220,21 @@ class Drill:
         self.pool.spawn(slot, self.armed.pop(0) if self.armed else None, done=done)
         self.tally.restarted(done, self.emit, self.t)
 
+    def _left_behind(self, done: int) -> bool:
+        """Every worker ended, work is unfinished, and a worker ran on another host: claims of a
+        worker killed on this host may wait for their lease there. Host "this" comes back (one
+        worker, at most MAX_EXTENSIONS times) and takes them at once; True if it was started."""
+        if not self.pool.moved() or self.comebacks >= MAX_EXTENSIONS:
+            return False
+        state = self.ctx.strategy.status(self.drill_ctx)
+        if state["total"] == state["done"] + state.get("failed", 0):
+            return False
+        self.comebacks += 1
+        self.history.add("comeback", done=done, unfinished=state["total"] - state["done"])
+        self.pool.home(0)
+        self.pool.spawn(0, self.armed.pop(0) if self.armed else None, done=done)
+        return True
+
     def _extend(self, done: int) -> None:
         """The work ran out before every planned event landed: submit more and start the workers again."""
         self.extended += 1
@@ -231,7 +249,8 @@ class Drill:
         added = len(extra) * len(job.STEPS)
         for i, event in enumerate(self.timed):  # spread what is left over the new work
             self.marks[event["n"]] = done + added * 0.9 * (i + 1) / (len(self.timed) + 1)
-        for slot in range(self.schedule.workers):
+        for slot in range(self.schedule.workers):  # a new run of the job: on the hosts it started on
+            self.pool.home(slot)
             self.pool.spawn(slot, self.armed.pop(0) if self.armed else None, done=done)
 
     def _start_oracles(self, data_dir: Path) -> list[subprocess.Popen[bytes]]:

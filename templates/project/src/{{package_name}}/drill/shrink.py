@@ -27,7 +27,7 @@ from . import schedule as schedule_module
 from . import verdict
 from .runner import Drill
 
-MAX_TRIES = 8
+MAX_TRIES = 12
 BUDGET_S = 150.0
 #: Below this many records a drill cannot place its faults apart: shrinking stops there.
 MIN_RECORDS = 40

@@ -78,6 +78,17 @@ class Pool:
         else:
             self.host[slot] = None if self.host[slot] == OTHER_HOST else OTHER_HOST
 
+    def moved(self) -> bool:
+        """Has any slot been moved to another host (other-host)?"""
+        home = [slot % self.hosts for slot in range(len(self.procs))]
+        return self.host_index != home or (self.hosts == 1 and any(h is not None for h in self.host))
+
+    def home(self, slot: int) -> None:
+        """The slot's next worker runs on the host it started on."""
+        self.host_index[slot] = slot % self.hosts
+        if self.hosts == 1:
+            self.host[slot] = None
+
     def spawn(self, slot: int, armed: dict[str, Any] | None = None, *,
               done: int | None = None) -> subprocess.Popen[bytes]:
         env = dict(self.base_env)
