@@ -31,9 +31,10 @@ KILLS = ("sigkill", "sigterm", "other-host")
 
 class Nemesis:
     def __init__(self, ctx: Context, pool: Pool, progress: Progress, history: History, *,
-                 records: list[dict[str, Any]], input_id: str | None, expected: Callable[[], int]) -> None:
+                 records: list[dict[str, Any]], input_id: str | None, expected: Callable[[], int],
+                 work_ms: float = 0.0) -> None:
         self.ctx, self.pool, self.progress, self.history = ctx, pool, progress, history
-        self.records, self.input_id, self.expected = records, input_id, expected
+        self.records, self.input_id, self.expected, self.work_ms = records, input_id, expected, work_ms
         self.strategy = ctx.strategy
         self._outage: tuple[sqlite3.Connection, float, dict[str, Any]] | None = None
 
@@ -71,6 +72,10 @@ class Nemesis:
     # --------------------------------------------------------------------- kills
     def _kill(self, event: dict[str, Any], done: int) -> dict[str, Any] | None:
         alive = self.pool.alive()
+        if event["kind"] != "sigkill":
+            # A graceful stop is never asked of an armed worker: it could pass its point while it
+            # finishes and die by its own SIGKILL, which is no verdict on the stop. It waits.
+            alive = [slot for slot in alive if self.pool.armed[slot] is None]
         if not alive:
             return None
         slot = alive[event.get("slot", 0) % len(alive)]
@@ -112,9 +117,9 @@ class Nemesis:
         chunk = self.records[event["first"]:event["first"] + event["count"]]
         republish = getattr(self.strategy, "drill_republish", None)
         if republish is not None:  # a queue: the same message published again
-            published = republish(self.ctx, event["first"], event["count"])
-            self.history.add("submit", event=event["n"], correlation_id=published, records=len(chunk),
-                             outcome="published", same=True, done=done)
+            published = republish(self.ctx, self.records, event["first"], event["count"], self.work_ms)
+            self.history.add("submit", event=event["n"], correlation_id=",".join(published), records=len(chunk),
+                             outcome="published", same=True, message=None, done=done)
             return {"outcome": "published"}
         return self._submit(event, chunk, self.input_id, done, same=True)
 
@@ -133,7 +138,7 @@ class Nemesis:
                 *, same: bool) -> dict[str, Any] | None:
         message = None
         try:
-            answer = submission.queue(self.ctx, chunk, correlation_id=correlation_id, work_ms=0.0)
+            answer = submission.queue(self.ctx, chunk, correlation_id=correlation_id, work_ms=self.work_ms)
             outcome = "added" if answer.added else "repeat"
         except StoreUnavailable:
             return None  # not an answer: the store is away (an outage); later

@@ -134,7 +134,7 @@ class Drill:
         self.progress = Progress(data_dir)
         self.pool = Pool(data_dir, plan.workers, plan.hosts, worker_env(), log, history, _probe_dir(data_dir))
         self.nemesis = Nemesis(ctx, self.pool, self.progress, history, records=records, input_id=self.input_id,
-                               expected=self._expected_count)
+                               expected=self._expected_count, work_ms=plan.work_ms)
         started = time.monotonic()
         try:
             for slot in range(plan.workers):

@@ -218,3 +218,4 @@ if INPUT_SOURCE == "rabbitmq":
 
     WINDOWS = {**WINDOWS, **amqp_input.WINDOWS}
     drill_submit, drill_report = amqp_input.drill_submit, amqp_input.drill_report
+    drill_republish = amqp_input.drill_republish
