@@ -42,7 +42,7 @@ CATALOGUE = Path(__file__).with_name("mutations.yaml")
 #: The check ids of the drill's verdict (docs/generated-project.md, issue 16).
 CHECK_IDS = frozenset({"lost", "duplicate_effects", "unexpected_effects", "incomplete", "results", "final_state",
                        "nondeterministic_job", "effect_payloads", "kills_not_delivered", "redone_calls",
-                       "durability", "worker_failures", "graceful_exit"})
+                       "durability", "worker_failures", "graceful_exit", "resubmission", "key_reuse"})
 DRILL_TIMEOUT_S = 120
 
 
@@ -155,7 +155,9 @@ def run_drill(project: Path, package: str, data_dir: Path, flags: tuple[str, ...
     env["PYTHONPATH"] = str(project / "src")
     started = time.monotonic()
     # Own session: on a timeout the drill AND its workers are killed, nothing is left running.
-    proc = subprocess.Popen([sys.executable, "-m", package, "drill", "--json", "--data-dir", str(data_dir), *flags],
+    # --no-shrink: a failing drill would otherwise look for a smaller failing schedule (more drills).
+    proc = subprocess.Popen([sys.executable, "-m", package, "drill", "--json", "--no-shrink", "--data-dir",
+                             str(data_dir), *flags],
                             cwd=project, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                             start_new_session=True)
     try:

@@ -129,7 +129,7 @@ class Drill:
         self.timed = plan.timed()
         self.base = self._expected_count()
         self.marks = {e["n"]: e["at"] * self.base for e in self.timed}
-        self.extended = self.comebacks = 0
+        self.extended = 0
         log = open(data_dir / "drill-workers.log", "ab")
         self.progress = Progress(data_dir)
         self.pool = Pool(data_dir, plan.workers, plan.hosts, worker_env(), log, history, _probe_dir(data_dir))
@@ -179,8 +179,6 @@ class Drill:
                 if (self.armed or self.timed) and self.extended < MAX_EXTENSIONS:
                     self._extend(done)
                     continue
-                if self._left_behind(done):
-                    continue
                 return
             self.nemesis.tick()
             event = self.timed[0] if self.timed else None
@@ -219,21 +217,6 @@ class Drill:
             self.armed.insert(0, left)
         self.pool.spawn(slot, self.armed.pop(0) if self.armed else None, done=done)
         self.tally.restarted(done, self.emit, self.t)
-
-    def _left_behind(self, done: int) -> bool:
-        """Every worker ended, work is unfinished, and a worker ran on another host: claims of a
-        worker killed on this host may wait for their lease there. Host "this" comes back (one
-        worker, at most MAX_EXTENSIONS times) and takes them at once; True if it was started."""
-        if not self.pool.moved() or self.comebacks >= MAX_EXTENSIONS:
-            return False
-        state = self.ctx.strategy.status(self.drill_ctx)
-        if state["total"] == state["done"] + state.get("failed", 0):
-            return False
-        self.comebacks += 1
-        self.history.add("comeback", done=done, unfinished=state["total"] - state["done"])
-        self.pool.home(0)
-        self.pool.spawn(0, self.armed.pop(0) if self.armed else None, done=done)
-        return True
 
     def _extend(self, done: int) -> None:
         """The work ran out before every planned event landed: submit more and start the workers again."""

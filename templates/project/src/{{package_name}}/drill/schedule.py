@@ -79,6 +79,8 @@ PER_RUN = {"other-host": 1, "service-fail": 2, "service-timeout": 2, "resubmit-s
 SIGTERM_SHARE = 0.3
 #: Timed events land between these fractions of the expected effects.
 EARLIEST, LATEST = 0.05, 0.9
+#: A successor on another host comes first, before any kill (see _timed).
+OTHER_HOST_AT = (0.02, 0.045)
 #: Calls a service fault refuses or times out: below every strategy's retry budget.
 SERVICE_CALLS = (1, 3)
 #: Records a resubmission carries (a fraction of the input, at least 1).
@@ -156,8 +158,8 @@ def _check_event(event: Any) -> None:
 
 
 # ------------------------------------------------------------------ applicability
-def not_applicable(kind: str, strategy: Any, settings: Any) -> str | None:
-    """Why ``kind`` cannot be drilled on this project (None: it can)."""
+def not_applicable(kind: str, strategy: Any, settings: Any, *, aimed: bool = False) -> str | None:
+    """Why ``kind`` cannot be drilled on this project (None: it can); ``aimed``: the kills are armed."""
     files = getattr(strategy, "STATE_STORE", "database") == "files"
     queue = getattr(strategy, "drill_submit", None) is not None
     declared = (getattr(strategy, "DRILL_SKIPS", None) or {}).get(kind)
@@ -172,6 +174,8 @@ def not_applicable(kind: str, strategy: Any, settings: Any) -> str | None:
             return "the drill does not own the PostgreSQL server (tests restart one they start themselves)"
     if kind == "other-host" and files:
         return "the file variant runs one worker per data directory on one host"
+    if kind == "other-host" and aimed:
+        return "--aim arms every worker, and a graceful stop is only asked of an unarmed one"
     if kind == "redelivery" and not queue:
         return "the input is not a queue"
     if kind == "resubmit-new" and getattr(strategy, "RESUBMITTED_RECORD", "new-work") == "new-work":
@@ -191,7 +195,7 @@ def plan(strategy: Any, settings: Any, *, seed: int, records: int, kills: int, w
     window of every kill, each then an armed SIGKILL."""
     rng = random.Random(seed)
     wanted = list(DEFAULT_KINDS if kinds is None else kinds)
-    skipped = {k: why for k in wanted if (why := not_applicable(k, strategy, settings))}
+    skipped = {k: why for k in wanted if (why := not_applicable(k, strategy, settings, aimed=aims is not None))}
     usable = [k for k in wanted if k not in skipped]
     events: list[dict[str, Any]] = []
     events += _kills(rng, usable, kills, sigterm_only, aims)
@@ -245,7 +249,10 @@ def _timed(rng: random.Random, kind: str, records: int, settings: Any) -> dict[s
         hold = settings.busy_timeout_ms / 1000 + 0.5  # past busy_timeout: the workers see an outage
         return {"kind": kind, "at": round(rng.uniform(0.2, 0.8), 4), "hold_s": round(hold, 3)}
     if kind == "other-host":
-        return {"kind": kind, "at": round(rng.uniform(0.1, 0.8), 4), "slot": rng.randrange(64)}
+        # Before any kill: a worker killed on this host leaves claims only this host can judge by
+        # its pid; moved away first, every later kill is restarted on the killed worker's own host.
+        return {"kind": kind, "at": round(rng.uniform(OTHER_HOST_AT[0], OTHER_HOST_AT[1]), 4),
+                "slot": rng.randrange(64)}
     return {"kind": kind, "at": round(rng.uniform(0.35, 0.8), 4)}
 
 
