@@ -23,6 +23,8 @@ from .history import History
 from .progress import Progress
 from .workers import Pool
 
+#: An outage is held until the workers were stalled for its hold_s, and at most this much longer.
+OUTAGE_MAX_S = 20.0
 #: Until this fraction of the expected effects, a kill aimed at a commit waits for one;
 #: later it lands at once (the next commit could be the run's last).
 COMMIT_AIM_UNTIL = 0.9
@@ -36,7 +38,7 @@ class Nemesis:
         self.ctx, self.pool, self.progress, self.history = ctx, pool, progress, history
         self.records, self.input_id, self.expected, self.work_ms = records, input_id, expected, work_ms
         self.strategy = ctx.strategy
-        self._outage: tuple[sqlite3.Connection, float, dict[str, Any]] | None = None
+        self._outage: _Outage | None = None
 
     # ------------------------------------------------------------------ dispatch
     def inject(self, event: dict[str, Any], done: int) -> dict[str, Any] | None:
@@ -53,20 +55,30 @@ class Nemesis:
         """An outage is being held: the next event waits for its end."""
         return self._outage is not None
 
-    def tick(self) -> None:
-        """End the outage being held once its time is up."""
-        if self._outage is not None and time.monotonic() >= self._outage[1]:
-            conn, _, event = self._outage
-            conn.execute("ROLLBACK")
-            conn.close()
-            self._outage = None
-            self.history.add("fault", event=event["n"], kind=event["kind"], phase="end",
-                             done=self.progress.applied())
+    def tick(self, *, end: bool = False) -> bool:
+        """End the outage being held once every worker has been stalled for its ``hold_s``
+        (no effect applied that long: each one waited on the lock past busy_timeout), or after
+        OUTAGE_MAX_S more at most (a worker that never writes); ``end``: now (no worker is left).
+        True when it ended here."""
+        if self._outage is None:
+            return False
+        outage, now, done = self._outage, time.monotonic(), self.progress.applied()
+        if done != outage.done:
+            outage.done, outage.quiet_since = done, now
+        held_long_enough = now - outage.quiet_since >= outage.event["hold_s"]
+        if not (end or held_long_enough or now - outage.began >= outage.event["hold_s"] + OUTAGE_MAX_S):
+            return False
+        outage.conn.execute("ROLLBACK")
+        outage.conn.close()
+        self._outage = None
+        self.history.add("fault", event=outage.event["n"], kind=outage.event["kind"], phase="end", done=done,
+                         held_s=round(now - outage.began, 3))
+        return True
 
     def close(self) -> None:
         """The drill is ending (or was stopped): let go of an outage still held."""
         if self._outage is not None:
-            self._outage[0].close()
+            self._outage.conn.close()
             self._outage = None
 
     # --------------------------------------------------------------------- kills
@@ -159,7 +171,7 @@ class Nemesis:
         except sqlite3.Error:
             conn.close()
             return None
-        self._outage = (conn, time.monotonic() + event["hold_s"], event)
+        self._outage = _Outage(conn, event, self.progress.applied())
         self.history.add("fault", event=event["n"], kind=event["kind"], phase="start", hold_s=event["hold_s"],
                          done=done)
         return {"hold_s": event["hold_s"]}
@@ -174,3 +186,11 @@ class Nemesis:
             return None  # no key used yet
         self.history.add("key", event=event["n"], done=done, **answer)
         return {"outcome": answer["outcome"]}
+
+
+class _Outage:
+    """The write lock the drill holds, since when, and when the effects last moved."""
+
+    def __init__(self, conn: sqlite3.Connection, event: dict[str, Any], done: int) -> None:
+        self.conn, self.event, self.done = conn, event, done
+        self.began = self.quiet_since = time.monotonic()

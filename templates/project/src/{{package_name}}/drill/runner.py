@@ -130,6 +130,7 @@ class Drill:
         self.base = self._expected_count()
         self.marks = {e["n"]: e["at"] * self.base for e in self.timed}
         self.extended = 0
+        self.settling = -1  # effects applied when the last outage ended
         log = open(data_dir / "drill-workers.log", "ab")
         self.progress = Progress(data_dir)
         self.pool = Pool(data_dir, plan.workers, plan.hosts, worker_env(), log, history, _probe_dir(data_dir))
@@ -176,14 +177,17 @@ class Drill:
                 last_progress = now
                 self.emit({"event": "progress", "done": done, "total": self._expected_count(), "t": self.t()})
             if not self.pool.alive():
-                if (self.armed or self.timed) and self.extended < MAX_EXTENSIONS:
+                self.nemesis.tick(end=True)  # nobody left to ride an outage out: the store is back
+                if (self.armed or self.timed) and self.extended < MAX_EXTENSIONS and self._work_finished():
                     self._extend(done)
                     continue
                 return
-            self.nemesis.tick()
+            if self.nemesis.tick():
+                self.settling = done  # the store is back: the next kill waits until work moved again
             event = self.timed[0] if self.timed else None
             if event is not None and not self.nemesis.busy and done >= self.marks[event["n"]] and not (
-                    event["kind"] in KILLS and self.tally.pending):  # a kill waits for the last restart's recovery
+                    event["kind"] in KILLS and (self.tally.pending or done <= self.settling)):
+                # a kill waits for the last restart's recovery, and for work after an outage
                 outcome = self.nemesis.inject(event, done)
                 if outcome is not None:
                     self.timed.pop(0)
@@ -217,6 +221,12 @@ class Drill:
             self.armed.insert(0, left)
         self.pool.spawn(slot, self.armed.pop(0) if self.armed else None, done=done)
         self.tally.restarted(done, self.emit, self.t)
+
+    def _work_finished(self) -> bool:
+        """Every worker ended: is the work really done? Workers that quit with work left (a task
+        held by a worker that is gone) are a finding (``incomplete``), never papered over by more work."""
+        state = self.ctx.strategy.status(self.drill_ctx)
+        return int(state["total"]) <= int(state["done"]) + int(state.get("failed", 0))
 
     def _extend(self, done: int) -> None:
         """The work ran out before every planned event landed: submit more and start the workers again."""

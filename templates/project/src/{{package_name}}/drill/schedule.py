@@ -29,7 +29,8 @@ The other fields, by kind:
     resubmit-same    first, count: input[first:first+count] submitted again under the
                      input's correlation id (or, queue input, published again)
     resubmit-new     count: that many records already done, under a new correlation id
-    store-outage     hold_s: the state store's write lock held that long (SQLite)
+    store-outage     hold_s: the state store's write lock held until no effect was applied
+                     for that long (SQLite; the workers waited past busy_timeout)
     key-reuse        an idempotency key of a done record, with a different request
     redelivery       queue input: armed window after_commit_before_ack (a message
                      committed, not acked: the broker delivers it again)
@@ -246,7 +247,9 @@ def _timed(rng: random.Random, kind: str, records: int, settings: Any) -> dict[s
     if kind == "resubmit-new":  # records already done: chosen when it lands, from what is stored
         return {"kind": kind, "at": round(rng.uniform(0.35, 0.8), 4), "count": min(count, records)}
     if kind == "store-outage":
-        hold = settings.busy_timeout_ms / 1000 + 0.5  # past busy_timeout: the workers see an outage
+        # Held until no effect was applied for this long: every worker waited on the lock past
+        # busy_timeout, so each saw an outage (runtime/outage.py), wherever it was when it began.
+        hold = settings.busy_timeout_ms / 1000 + 1.0
         return {"kind": kind, "at": round(rng.uniform(0.2, 0.8), 4), "hold_s": round(hold, 3)}
     if kind == "other-host":
         # Before any kill: a worker killed on this host leaves claims only this host can judge by
@@ -264,7 +267,7 @@ def describe(event: dict[str, Any]) -> str:
              "service-timeout": lambda e: f"{e['calls']} call(s) applied, then timed out",
              "resubmit-same": lambda e: f"{e['count']} record(s) under the same correlation id",
              "resubmit-new": lambda e: f"{e['count']} done record(s) under a new correlation id",
-             "store-outage": lambda e: f"write lock held {e['hold_s']} s",
+             "store-outage": lambda e: f"write lock held until the workers stalled {e['hold_s']} s",
              "sigkill": lambda e: e.get("moment", "") if "at" in e else ""}.get(event["kind"])
     detail = extra(event) if extra else ""
     return f"#{event['n']} {event['kind']} {where}" + (f": {detail}" if detail else "")
