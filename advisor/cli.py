@@ -116,6 +116,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--aim", metavar="WINDOW|all", default=None,
                    help="kill exactly in this critical window of the strategy, or in each in turn (see the "
                         "project's `drill --help`)")
+    p.add_argument("--only", metavar="KIND", action="append", default=None,
+                   help="only this fault kind (repeatable; default: every kind that applies: sigkill, sigterm,"
+                        " other-host, service-fail, service-timeout, resubmit-same, resubmit-new, store-outage,"
+                        " key-reuse, redelivery)")
+    p.add_argument("--no-shrink", action="store_true", help="a failed drill is not shrunk to its smallest schedule")
     p.add_argument("--json", action="store_true", help="print the JSON report")
 
     p = add("probe", cmd_probe, "crash-drill a job you already have: random kills, restarts, then your verify",

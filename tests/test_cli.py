@@ -233,6 +233,29 @@ def test_drill_text_names_each_failed_check(capsys, monkeypatch, tmp_path):
     assert "FAILED: final_state: task t1: saved count 100, the fold gives 500" in out.splitlines()
 
 
+def test_drill_passes_the_fault_kinds_and_prints_the_smallest_failing_schedule(capsys, monkeypatch, tmp_path):
+    """`advisor drill --only KIND --no-shrink` reach the project's drill; the fault events and the
+    shrunk schedule's command are printed (the drill itself: test_template_generated.py)."""
+    from advisor.scaffold import drill
+
+    seen = {}
+    report = {"event": "report", "ok": False, "lost": 0, "duplicate_effects": 1, "redone_calls": 0,
+              "failures": [{"check": "duplicate_effects", "message": "1 effect applied twice"}],
+              "shrunk": {"check": "duplicate_effects", "records": 100, "events": 1,
+                         "command": "python -m job drill --replay /d/drill-schedule-min.json"}}
+    fault = {"event": "fault", "n": 2, "kind": "resubmit-same", "done": 40}
+
+    def events(dest, **options):
+        seen.update(options)
+        return iter([fault, report])
+
+    monkeypatch.setattr(drill, "drill_events", events)
+    code, out, _ = run(capsys, "drill", str(tmp_path), "--only", "sigkill", "--only", "resubmit-same", "--no-shrink")
+    assert code == 1 and seen["only"] == ["sigkill", "resubmit-same"] and seen["shrink"] is False
+    assert "fault #2 resubmit-same at 40 records" in out
+    assert "python -m job drill --replay /d/drill-schedule-min.json" in out
+
+
 def to_a_closed_pipe(argv: list[str], **kwargs) -> subprocess.CompletedProcess[str]:
     """Run with stdout a pipe whose reader has already gone (what `| head -2` ends up as)."""
     import os

@@ -189,7 +189,9 @@ def run_drill(project: Path, package: str, data_dir: Path, flags: tuple[str, ...
     env.update(extra_env or {})
     started = time.monotonic()
     # Own session: on a timeout the drill AND its workers are killed, nothing is left running.
-    proc = subprocess.Popen([sys.executable, "-m", package, "drill", "--json", "--data-dir", str(data_dir), *flags],
+    # --no-shrink: a failing drill would otherwise look for a smaller failing schedule (more drills).
+    proc = subprocess.Popen([sys.executable, "-m", package, "drill", "--json", "--no-shrink", "--data-dir",
+                             str(data_dir), *flags],
                             cwd=project, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                             start_new_session=True)
     try:

@@ -79,6 +79,13 @@ def test_package_of_matches_the_template_default(name: str, package: str) -> Non
         # A Spark restart is a JVM start: seconds, shown as seconds.
         ({"event": "recovered", "n": 3, "ms": 9412.5, "t": 20.0}, "✔ recovered 3 in 9.4 s"),
         ({"event": "progress", "done": 1, "total": 2, "t": 0.1}, None),  # progress feeds the chart, not the log
+        # The fault schedule's other faults, and a SIGTERM whose successor runs on another host.
+        ({"event": "fault", "n": 4, "kind": "service-timeout", "done": 90, "t": 2.0, "calls": 2},
+         "⚡ service-timeout after 90 records: 2 call(s)"),
+        ({"event": "fault", "n": 5, "kind": "resubmit-same", "done": 95, "t": 2.2, "outcome": "repeat"},
+         "⚡ resubmit-same after 95 records: repeat"),
+        ({"event": "kill", "n": 1, "kind": "other-host", "signal": "SIGTERM", "done": 9, "t": 0.4},
+         "✕ kill 1 SIGTERM, successor on another host after 9 records"),
     ],
 )
 def test_event_lines(event: dict[str, object], expected: str | None) -> None:

@@ -79,7 +79,8 @@ def _split_answers(
 def cmd_drill(args: argparse.Namespace) -> int:
     from advisor.scaffold import drill
 
-    options = dict(records=args.records, kills=args.kills, seed=args.seed, sigterm=args.sigterm, aim=args.aim)
+    options = dict(records=args.records, kills=args.kills, seed=args.seed, sigterm=args.sigterm, aim=args.aim,
+                   only=args.only, shrink=not args.no_shrink)
     if args.json:
         report = drill.run_drill(Path(args.dest), **options)
         print_json(report)
@@ -92,6 +93,8 @@ def cmd_drill(args: argparse.Namespace) -> int:
                 print(f"kill #{event.get('n')} ({event.get('signal')}){where} at {event.get('done')} records")
             elif kind == "recovered":
                 print(f"  recovered in {event.get('ms')} ms")
+            elif kind == "fault":  # the schedule's other faults: the service, resubmissions, an outage ...
+                print(f"fault #{event.get('n')} {event.get('kind')} at {event.get('done')} records")
             elif kind == "report":
                 report = event
         rec = report.get("recovery_ms") or {}
@@ -103,6 +106,10 @@ def cmd_drill(args: argparse.Namespace) -> int:
         )
         for failure in report.get("failures") or []:  # what the drill's judge found, check by check
             print(f"FAILED: {failure.get('check')}: {failure.get('message')}")
+        shrunk = report.get("shrunk")
+        if shrunk:  # the smallest failing schedule found, as one command to rerun while fixing
+            print(f"smallest failing schedule ({shrunk.get('check')}): {shrunk.get('records')} records,"
+                  f" {shrunk.get('events')} fault(s); rerun it in {args.dest}: {shrunk.get('command')}")
     return 0 if report.get("ok") else 1
 
 

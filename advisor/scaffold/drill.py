@@ -37,11 +37,14 @@ def drill_events(
     sigterm: bool = False,
     work_ms: float | None = None,
     aim: str | None = None,
+    only: list[str] | None = None,
+    shrink: bool = True,
 ) -> Iterator[dict[str, Any]]:
     """Run the generated project's drill and yield its events; the last is the report.
 
     ``records``/``kills`` default to 2000/10 (DRILL_DEFAULTS per strategy); ``aim``
-    is the drill's ``--aim WINDOW|all``."""
+    is the drill's ``--aim WINDOW|all``; ``only``: its fault kinds (``--only KIND``, default:
+    every kind that applies); ``shrink=False``: a failure is not shrunk (``--no-shrink``)."""
     dest = Path(dest)
     package = package_of(dest)
     defaults = drill_size(strategy_of(dest))
@@ -50,14 +53,16 @@ def drill_events(
     aim = defaults["aim"] if aim is None else aim
     cmd = [sys.executable, "-m", package, "drill", "--records", str(records), "--kills", str(kills),
            "--seed", str(seed), "--events", "--json"]
-    if aim and not sigterm:
-        cmd += ["--aim", aim]
     if sigterm:
         cmd.append("--sigterm")
     if work_ms is not None:
         cmd += ["--work-ms", str(work_ms)]
     if aim is not None:  # a critical window of the strategy, or "all" (the project's `drill --help`)
         cmd += ["--aim", aim]
+    for kind in only or ():  # the fault kinds of the schedule (the project's `drill --help`)
+        cmd += ["--only", kind]
+    if not shrink:
+        cmd.append("--no-shrink")
     env = dict(os.environ)
     src = str((dest / "src").resolve())
     env["PYTHONPATH"] = src + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")

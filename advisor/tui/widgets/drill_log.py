@@ -16,13 +16,19 @@ def event_line(event: Mapping[str, Any]) -> Text | None:
     if kind == "start":
         return Text(f"{at}started: {event.get('records', '?')} records, {event.get('kills', '?')} kills", style="dim")
     if kind == "kill":
-        sig = event.get("signal", "SIGKILL")
+        sig = event.get("signal", "SIGKILL") + (", successor on another host" if event.get("kind") == "other-host" else "")
         line = Text.assemble((f"{at}✕ kill {event.get('n')} ", "bold red"), f"{sig} after {event.get('done', '?')} records")
         if "exit_code" in event:  # SIGTERM: how the worker stopped
             clean = event.get("exit_code") == 0 and event.get("within_grace", True)
             line.append(f", exited {event['exit_code']} in {_num(event.get('exit_s'), 2)} s",
                         style="green" if clean else "bold red")
         return line
+    if kind == "fault":  # the schedule's other faults (the service, resubmissions, an outage, a reused key)
+        return Text.assemble((f"{at}⚡ {event.get('kind', 'fault')} ", "bold magenta"),
+                             f"after {event.get('done', '?')} records", (_fault_outcome(event), "dim"))
+    if kind == "shrink":
+        return Text(f"{at}shrinking: try {event.get('try')}, {event.get('records')} records, {event.get('faults')} "
+                    f"fault(s): {'still fails' if event.get('still_fails') else 'passes'}", style="dim")
     if kind == "restart":
         return Text(f"{at}↻ restart {event.get('n')}", style="yellow")
     if kind == "recovered":
@@ -30,6 +36,14 @@ def event_line(event: Mapping[str, Any]) -> Text | None:
         took = f"{ms / 1000:.1f} s" if isinstance(ms, (int, float)) and ms >= 1000 else f"{ms if ms is not None else '?'} ms"
         return Text.assemble((f"{at}✔ recovered {event.get('n')} ", "green"), f"in {took}")
     return None
+
+
+def _fault_outcome(event: Mapping[str, Any]) -> str:
+    if "outcome" in event:
+        return f": {event['outcome']}"
+    if "calls" in event:
+        return f": {event['calls']} call(s)"
+    return ""
 
 
 def verdict(report: Mapping[str, Any]) -> Text:
@@ -56,6 +70,10 @@ def verdict(report: Mapping[str, Any]) -> Text:
     for failure in report.get("failures") or []:
         text.append(f"\n✘ {failure.get('check')}: ", style="bold red")
         text.append(str(failure.get("message", "")))
+    shrunk = report.get("shrunk")
+    if isinstance(shrunk, Mapping) and shrunk.get("command"):  # the smallest failing schedule, to rerun
+        text.append(f"\nsmallest failing schedule: {shrunk.get('records')} records, {shrunk.get('events')} "
+                    f"fault(s); rerun: {shrunk['command']}")
     return text
 
 

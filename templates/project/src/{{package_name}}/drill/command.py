@@ -1,31 +1,32 @@
-"""The crash drill: prove that the job survives kill -9 (or SIGTERM) at random moments.
+"""The crash drill: prove that the job survives the faults of production, on a seeded schedule.
 
-1. Submit the standard demo workload into a fresh data directory.
-2. Start the worker(s) as child processes: ``python -m <package> run``.
-3. K times, at moments drawn from ``--seed`` and spread over the run, kill one
-   worker (SIGKILL, or SIGTERM with ``--sigterm``) and start it again at once;
-   recovery time = restart → first new effect at the external service.
-4. When the work is finished, judge the run against an oracle that knows only
-   the input and job.py (oracle.py, run twice in clean processes meanwhile):
-   the effects in ``external.db`` (lost, applied twice, unexpected, payloads,
-   judged by the promise of the external call's kind: effects.py, verdict.py),
-   the results and running state the strategy stored, whether job.py is a pure
-   function of its record, whether every kill landed, calls re-sent beyond the
-   strategy's promise, worker failures, graceful exits, and the durability the
-   workers were observed to run with (durability.py). Every failing check is a
-   ``{"check", "message"}`` in ``failures`` (verdict.py); exit 0 only when there
-   is none.
+1. Draw the fault schedule from ``--seed`` (schedule.py) and write it beside the run
+   (``drill-schedule.json``): kills (SIGKILL and SIGTERM), the external service failing
+   and timing out, the input submitted again under its own and under a new correlation
+   id, the state store taken away, a successor on another host, a reused idempotency
+   key, a queue redelivering, as far as they apply to this project. ``--no-KIND``
+   switches one off, ``--only KIND`` runs one; ``drill --help`` lists them.
+2. Submit the demo workload, start the worker(s) (``python -m <package> run``), play
+   the schedule (runner.py, nemesis.py): every kill restarts its worker at once;
+   recovery time = restart -> first new effect at the external service. Everything
+   that happened goes to the history (``drill-history.jsonl``, history.py).
+3. When the work is finished, judge the run against an oracle that knows only the
+   input and job.py (judge.py, verdict.py, checks/resubmission.py): effects lost, applied
+   twice or unexpected (by the promise of the call's kind), results and running state,
+   a deterministic job, calls re-sent beyond the promise, resubmissions answered as
+   promised, reused keys refused, graceful exits, the durability observed. Every failing
+   check is a ``{"check", "message"}`` in ``failures``; exit 0 only when there is none.
+4. A failing run is shrunk (shrink.py; ``--no-shrink`` to skip): fewer records, fewer
+   faults, earlier crash points, as long as the same check still fails; the smallest
+   schedule is written and printed as one command, ``drill --replay FILE``.
 
-``--aim WINDOW`` (or ``all``) aims every kill at one of the strategy's critical
-windows (its module's ``WINDOWS``; faults.py): instead of the drill signalling
-the worker, the worker is started armed (``<PKG>_DRILL_AIM=WINDOW:N``) and kills
-itself with SIGKILL the N-th time it passes that point, N drawn from ``--seed``.
-``all`` cycles through the windows, one kill each in turn. The report's
-``kills_by_window`` says where each kill landed; an armed worker that finishes
-without reaching its window is a kill not delivered.
+``--sigterm`` makes every kill a SIGTERM. ``--aim WINDOW`` (or ``all``) aims every kill
+at the strategy's critical windows (its module's ``WINDOWS``; runtime/faults.py): the
+worker is started armed (``<PKG>_DRILL_AIM=WINDOW:N``) and kills itself with SIGKILL the
+N-th time it passes that point, N drawn from ``--seed``; every worker slot is armed.
 
-``--events`` prints one JSON object per line while running (start, progress,
-kill, restart, recovered, report) for live views such as the advisor's TUI.
+``--events`` prints one JSON object per line while running (start, progress, kill,
+restart, recovered, fault, shrink, report) for live views such as the advisor's TUI.
 """
 
 from __future__ import annotations
@@ -43,16 +44,25 @@ from ..runtime import faults
 from ..runtime.arguments import fraction, non_negative_float, positive_int
 from ..runtime.errors import JobError
 from ..runtime.strategy import Context
+from . import schedule as schedule_module
+from . import shrink
 from .report import summary
 from .runner import Drill
 
+#: The options a schedule is made of (None: not given, the default applies; --replay refuses them).
+DEFAULTS: dict[str, Any] = {"records": 2000, "kills": 10, "seed": 1, "work_ms": 0.5, "workers": 1, "hosts": 1}
+
 
 def windows_help(strategy: Any) -> str:
-    """The strategy's critical windows, one per line, for ``drill --help`` (epilog)."""
+    """The fault kinds and the strategy's critical windows, for ``drill --help`` (epilog)."""
+    lines = ["fault kinds (a default drill mixes every one that applies; --no-KIND, --only KIND):"]
+    for kind in schedule_module.DEFAULT_KINDS:
+        lines += textwrap.wrap(f"{kind}: {schedule_module.KINDS[kind]}", 100, initial_indent="  ",
+                               subsequent_indent="      ")
     windows = faults.declared(strategy)
     if not windows:
-        return "this strategy declares no critical windows (--aim is not available)"
-    lines = [f"critical windows of the {getattr(strategy, 'NAME', '?')} strategy (--aim WINDOW, or --aim all):"]
+        return "\n".join(lines + ["this strategy declares no critical windows (--aim is not available)"])
+    lines.append(f"critical windows of the {getattr(strategy, 'NAME', '?')} strategy (--aim WINDOW, or --aim all):")
     for name, proves in windows.items():
         lines += textwrap.wrap(f"{name}: {proves}", 100, initial_indent="  ", subsequent_indent="      ")
     return "\n".join(lines)
@@ -81,15 +91,16 @@ def aim_plan(strategy: Any, aim: str | None, kills: int, sigterm: bool = False) 
 
 
 def add_arguments(p: argparse.ArgumentParser, strategy: Any = None) -> None:
-    p.add_argument("--records", type=positive_int, default=2000, help="demo records (default 2000)")
-    p.add_argument("--kills", type=int, default=10, help="how many times to kill the worker (default 10)")
-    p.add_argument("--seed", type=int, default=1, help="seed for the kill moments (default 1)")
-    p.add_argument("--sigterm", action="store_true", help="send SIGTERM instead of SIGKILL")
+    p.add_argument("--records", type=positive_int, default=None, help="demo records (default 2000)")
+    p.add_argument("--kills", type=int, default=None,
+                   help="how many times to kill a worker, SIGKILL and SIGTERM mixed (default 10)")
+    p.add_argument("--seed", type=int, default=None, help="seed of the fault schedule (default 1)")
+    p.add_argument("--sigterm", action="store_true", help="every kill a SIGTERM")
     p.add_argument("--json", action="store_true", help="print the report as JSON")
     p.add_argument("--events", action="store_true", help="print JSON events, one per line, while running")
-    p.add_argument("--work-ms", type=non_negative_float, default=0.5, help="simulated work per record (ms)")
-    p.add_argument("--workers", type=positive_int, default=1, help="worker processes at once (default 1)")
-    p.add_argument("--hosts", type=positive_int, default=1,
+    p.add_argument("--work-ms", type=non_negative_float, default=None, help="simulated work per record (ms)")
+    p.add_argument("--workers", type=positive_int, default=None, help="worker processes at once (default 1)")
+    p.add_argument("--hosts", type=positive_int, default=None,
                    help="spread the workers over this many simulated hosts: separate data directories, each "
                         "with its own host id, sharing DATABASE_URL and one external service (PostgreSQL only)")
     p.add_argument("--fail-rate", type=fraction, default=None, metavar="F",
@@ -99,8 +110,54 @@ def add_arguments(p: argparse.ArgumentParser, strategy: Any = None) -> None:
                    help="aim every SIGKILL at this critical window of the strategy (the worker kills itself "
                         "exactly there), or cycle through all of them"
                         + (f"; windows: {', '.join(names)}" if names else ""))
+    p.add_argument("--only", action="append", default=None, metavar="KIND",
+                   help="only this fault kind (repeatable); kinds: " + ", ".join(schedule_module.DEFAULT_KINDS))
+    for kind in schedule_module.DEFAULT_KINDS:
+        p.add_argument(f"--no-{kind}", dest="no_" + kind.replace("-", "_"), action="store_true",
+                       help=argparse.SUPPRESS)
+    p.add_argument("--replay", type=Path, default=None, metavar="FILE",
+                   help="run exactly the schedule in FILE (a drill-schedule.json an earlier drill wrote, or the "
+                        "smallest failing one it printed)")
+    p.add_argument("--no-shrink", action="store_true",
+                   help="when the drill fails, do not look for a smaller failing schedule")
     p.add_argument("--data-dir", type=Path, default=None,
                    help="fresh directory for the drill's data (default: a new ./data/drill-<time>-...)")
+
+
+def kinds_of(args: argparse.Namespace) -> list[str]:
+    """The fault kinds switched on by --only / --no-KIND (and --sigterm)."""
+    valid = schedule_module.DEFAULT_KINDS
+    only = args.only or []
+    for kind in only:
+        if kind not in valid:
+            raise JobError(f"unknown fault kind {kind!r} for --only; valid: {', '.join(valid)}")
+    kinds = [k for k in valid if (not only or k in only) and not getattr(args, "no_" + k.replace("-", "_"))]
+    if args.sigterm and "sigterm" not in kinds:
+        raise JobError("--sigterm makes every kill a SIGTERM, but SIGTERM is switched off (--no-sigterm or --only)")
+    return kinds
+
+
+def schedule_from(args: argparse.Namespace, ctx: Context) -> schedule_module.Schedule:
+    """The schedule this command runs: read back (--replay) or drawn from the options."""
+    given = {k: getattr(args, k) for k in DEFAULTS if getattr(args, k) is not None}
+    if args.replay is not None:
+        shaped = sorted(given) + [f for f in ("sigterm", "aim", "only", "fail_rate") if getattr(args, f)]
+        if shaped:
+            raise JobError(f"--replay runs the schedule as written; drop --{shaped[0].replace('_', '-')} "
+                           "(the file says it)")
+        return schedule_module.load(args.replay, ctx.strategy.NAME)
+    o = {**DEFAULTS, **given}
+    if o["kills"] < 0:
+        raise JobError("--kills must be zero or more")
+    kinds = kinds_of(args)
+    aims = aim_plan(ctx.strategy, args.aim, o["kills"], args.sigterm)
+    plan = schedule_module.plan(ctx.strategy, ctx.settings, seed=o["seed"], records=o["records"], kills=o["kills"],
+                                workers=o["workers"], hosts=o["hosts"], work_ms=o["work_ms"],
+                                fail_rate=args.fail_rate, kinds=kinds, sigterm_only=args.sigterm, aims=aims)
+    if args.only and not plan.kinds:
+        why = "; ".join(f"{k}: {reason}" for k, reason in plan.skipped.items())
+        raise JobError(f"--only {', '.join(args.only)}: not applicable to this project ({why})")
+    return plan
 
 
 def _stop_on_sigterm() -> None:
@@ -115,14 +172,17 @@ def _stop_on_sigterm() -> None:
 
 
 def run_drill(args: argparse.Namespace, ctx: Context) -> int:
-    if args.kills < 0:
-        raise JobError("--kills must be zero or more")
-    aims = aim_plan(ctx.strategy, getattr(args, "aim", None), args.kills, args.sigterm)
+    plan = schedule_from(args, ctx)
     _stop_on_sigterm()
     emit = _printer() if args.events else (lambda event: None)
-    report = Drill(ctx, records=args.records, kills=args.kills, seed=args.seed, sigterm=args.sigterm,
-                   work_ms=args.work_ms, workers=args.workers, data_dir=args.data_dir, emit=emit,
-                   fail_rate=args.fail_rate, aims=aims, hosts=getattr(args, "hosts", 1)).run()
+    report = Drill(ctx, plan, data_dir=args.data_dir, emit=emit).run()
+    if not report["ok"] and not args.no_shrink and args.replay is None:
+        if not args.events:
+            print(f"the drill failed ({', '.join(sorted({f['check'] for f in report['failures']}))}); looking for a "
+                  f"smaller failing schedule (at most {shrink.MAX_TRIES} drills, {shrink.BUDGET_S:g} s; "
+                  "--no-shrink skips this)", file=sys.stderr, flush=True)
+        report["shrunk"] = shrink.shrink(ctx, plan, report, emit=emit)
+    emit({"event": "report", **report})
     if args.events:
         pass  # the report was the last event
     elif args.json:

@@ -21,7 +21,7 @@ from ..runtime.strategy import Context
 from ..runtime.strategy import load as load_strategy
 from ..settings import Settings
 from . import evidence, verdict
-from .checks import calls, exits, history
+from .checks import calls, exits, history, resubmission
 from .durability import PROBE_ENV, collect
 
 ORACLE_TIMEOUT_S = 120  # the oracle runs meanwhile; waiting longer means job.py hangs
@@ -124,6 +124,7 @@ def judge(ctx: Context, settings: Settings, data_dir: Path, report: dict[str, An
                                   resent=report["possible_duplicates"] if policy == "at-least-once" else None)
     report["durability"] = observed_durability(ctx, data_dir, seen)
     failures += verdict.check_durability(report["durability"])
+    failures += resubmission.check(report, strategy)  # what only the fault schedule can show
     return failures
 
 

@@ -5,14 +5,18 @@ from __future__ import annotations
 from typing import Any
 
 from . import verdict
+from .shrink import replay_command
 
 
 def summary(report: dict[str, Any]) -> str:
     rec = report["recovery_ms"]
+    records = f"{report['records']} records" + (f" ({report['extended_records']} added to land every fault)"
+                                               if report.get("extended_records") else "")
     return "\n".join([
-        f"drill: {report['strategy']}, {report['records']} records, {report['kills_landed']} of "
+        f"drill: {report['strategy']}, {records}, {report['kills_landed']} of "
         f"{report['kills_requested']} x {report['signal']} landed, {report['workers']} worker(s)"
         + (f" on {report['hosts']} hosts" if report.get("hosts", 1) > 1 else ""),
+        *_fault_lines(report),
         f"lost {report['lost']}, duplicate effects {report['duplicate_effects']}, "
         f"redone calls {report['redone_calls']}, lookups {report['lookups']}, "
         f"incomplete {report['incomplete_records']}",
@@ -31,7 +35,43 @@ def summary(report: dict[str, Any]) -> str:
           if report.get("aim") else []),
         f"data: {report['data_dir']}",
         *verdict.summary_line(report["failures"], report),
+        *_shrunk_lines(report),
     ])
+
+
+def _fault_lines(report: dict[str, Any]) -> list[str]:
+    """The schedule in one line (what was injected of what was planned), and what could not be."""
+    schedule = report.get("schedule")
+    if not schedule:
+        return []
+    faults = ", ".join(f"{kind} {n['injected']}/{n['planned']}" for kind, n in report["faults"].items())
+    lines = [f"faults (seed {schedule['seed']}): {faults or 'none'}; schedule {schedule['file']}"]
+    if schedule["skipped"]:
+        lines.append("not drilled here: " + "; ".join(f"{k} ({why})" for k, why in schedule["skipped"].items()))
+    if report.get("faults_not_injected"):
+        lines.append("not injected (the work ran out): " + ", ".join(report["faults_not_injected"]))
+    for r in report.get("resubmissions", []):
+        lines.append(f"resubmitted {r['records']} record(s) under {'the same' if r['same'] else 'a new'} correlation "
+                     f"id ({r['correlation_id']}): {r['outcome']}")
+    return lines
+
+
+def _shrunk_lines(report: dict[str, Any]) -> list[str]:
+    shrunk = report.get("shrunk")
+    if not report["failures"]:
+        return []
+    if not shrunk:
+        return [f"rerun this schedule: {replay_command_of(report)}"]
+    return [f"smallest failing schedule ({shrunk['check']}): {shrunk['records']} records, {shrunk['events']} "
+            f"fault(s), from {shrunk['from_records']} and {shrunk['from_events']} ({shrunk['tries']} tries, "
+            f"{shrunk['seconds']} s); rerun it while fixing:",
+            f"  {shrunk['command']}"]
+
+
+def replay_command_of(report: dict[str, Any]) -> str:
+    from pathlib import Path
+
+    return replay_command(Path(report["schedule"]["file"]))
 
 
 def _durability_line(d: dict[str, Any]) -> str:

@@ -43,7 +43,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from .errors import TransientError
+from .errors import InDoubt, TransientError
 from .external import ExternalService
 from ..settings import EFFECT_KIND, PLAIN_POLICY, Settings
 from .store import Store, connect
@@ -100,12 +100,6 @@ def promise_text() -> str:
                 "and is listed by `reconcile` for a person")
     return ("at least once: no effect lost; a call in doubt after a crash is sent again, so the receiver "
             "may get it twice (counted as a possible duplicate)")
-
-
-class InDoubt(TransientError):
-    """Raised by a real service adapter when a call's outcome is unknown (a timeout after
-    the request was sent). Retried like a transient error, but as a call that may have
-    got through: see the module doc."""
 
 
 def _dumps(payload: Any) -> str:

@@ -66,3 +66,9 @@ class BadRecord(Exception):
 
 class TransientError(Exception):
     """The external service failed in a way that is worth retrying."""
+
+
+class InDoubt(TransientError):
+    """A call whose outcome is unknown: a timeout after the request was sent (a real
+    adapter, http_service.py; the drill's simulated service when told to time out). Retried
+    like a transient error, but as a call that may have got through (effects.py)."""

@@ -27,6 +27,13 @@ reference), derived from the request alone, so a re-sent call, a replayed duplic
 and a lookup all give the same reference. A ``job.py`` that keeps the answer keeps
 the ``reference``; the drill's oracle computes it without calling (drill/oracle.py).
 
+``schedule_faults(fail=N, timeout=M)`` (the drill's nemesis): the next N calls, from
+whichever process, are refused before anything is applied (``TransientError``, logged
+``failed``), and the M after them are applied and then answered with a timeout
+(:class:`InDoubt`, logged ``timeout``): the caller cannot tell whether they got through.
+The counters live in ``config`` and are taken inside each call's own transaction, so
+exactly N and M calls are hit, whatever the number of workers.
+
 Every request is logged in ``calls``; every applied effect in
 ``effects(record_id, step, idempotency_key, applied_at)``. Verify any run with::
 
@@ -47,7 +54,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from .errors import JobError, StoreError, TransientError
+from .errors import InDoubt, JobError, StoreError, TransientError
 from ..settings import EFFECT_KIND
 
 EXTERNAL_DB = "external.db"
@@ -58,7 +65,7 @@ CREATE TABLE IF NOT EXISTS calls (
     record_id       TEXT NOT NULL,
     step            TEXT NOT NULL DEFAULT '',
     kind            TEXT NOT NULL,   -- 'apply' or 'lookup'
-    outcome         TEXT NOT NULL,   -- applied | duplicate | failed | found | missing
+    outcome         TEXT NOT NULL,   -- applied | duplicate | failed | timeout | found | missing
     pid             INTEGER NOT NULL,
     at              DOUBLE PRECISION NOT NULL
 );
@@ -109,6 +116,12 @@ class NoLookup(JobError):
 SET_FAILURE_RATE = """
 INSERT INTO config (name, value) VALUES ('failure_rate', ?)
 ON CONFLICT (name) DO UPDATE SET value = excluded.value"""
+#: The drill's scheduled faults: how many of the next calls to refuse, or to time out after applying.
+ADD_SCHEDULED = """
+INSERT INTO config (name, value) VALUES (?, ?)
+ON CONFLICT (name) DO UPDATE SET value = CAST(CAST(config.value AS INTEGER) + CAST(excluded.value AS INTEGER) AS TEXT)"""
+SELECT_SCHEDULED = "SELECT name, value FROM config WHERE name IN ('fail_next', 'timeout_next') AND value != '0'"
+TAKE_SCHEDULED = "UPDATE config SET value = CAST(CAST(value AS INTEGER) - 1 AS TEXT) WHERE name = ?"
 
 
 class ExternalService:
@@ -144,6 +157,22 @@ class ExternalService:
         self.conn.execute(SET_FAILURE_RATE, (str(rate),))
         self.failure_rate = rate
 
+    def schedule_faults(self, *, fail: int = 0, timeout: int = 0) -> None:
+        """The drill's nemesis: refuse the next ``fail`` calls; apply the ``timeout`` after
+        them and answer with a timeout (in doubt). Seen by every process of this service."""
+        for name, count in (("fail_next", fail), ("timeout_next", timeout)):
+            if count:
+                self.conn.execute(ADD_SCHEDULED, (name, str(int(count))))
+
+    def _scheduled_fault(self) -> str | None:
+        """Inside the call's transaction: take one scheduled fault, if any ("fail_next" first)."""
+        due = {name for name, _ in self.conn.execute(SELECT_SCHEDULED)}
+        for name in ("fail_next", "timeout_next"):
+            if name in due:
+                self.conn.execute(TAKE_SCHEDULED, (name,))
+                return name
+        return None
+
     def apply(self, record_id: str, step: str, idempotency_key: str | None, payload: Any = None) -> dict[str, Any]:
         """One call. ``idempotency_key``: the dedupe key (idempotent), the reference
         (queryable), ignored (plain: such a service has no key)."""
@@ -154,6 +183,11 @@ class ExternalService:
             raise TransientError(f"external service unavailable (simulated) for {record_id}")
         self.conn.execute("BEGIN IMMEDIATE")
         try:
+            fault = self._scheduled_fault()
+            if fault == "fail_next":  # refused before anything is applied
+                self.conn.execute(INSERT_CALL, (key, record_id, step, "apply", "failed", pid, now))
+                self.conn.execute("COMMIT")
+                raise TransientError(f"external service unavailable (drill) for {record_id}")
             # Only the idempotent kind dedupes; the others apply every call they get.
             first = self.conn.execute(SELECT_EFFECT_BY_KEY, (key,)).fetchone() \
                 if self.kind == "idempotent" and key is not None else None
@@ -161,11 +195,15 @@ class ExternalService:
             if not seen:
                 self.conn.execute(INSERT_EFFECT, (record_id, step, key, now, json.dumps(payload)))
             outcome = "duplicate" if seen else "applied"
-            self.conn.execute(INSERT_CALL, (key, record_id, step, "apply", outcome, pid, now))
+            logged = "timeout" if fault == "timeout_next" else outcome
+            self.conn.execute(INSERT_CALL, (key, record_id, step, "apply", logged, pid, now))
         except BaseException:
-            self.conn.execute("ROLLBACK")
+            if self.conn.in_transaction:
+                self.conn.execute("ROLLBACK")
             raise
         self.conn.execute("COMMIT")
+        if fault == "timeout_next":  # applied, but the answer never reaches the caller
+            raise InDoubt(f"external service timed out after the call for {record_id} was sent (drill)")
         if first is not None:  # a duplicate is answered as the first request was (its reference)
             return answer(outcome, first[0], first[1], _payload(first[4]), idempotency_key=key)
         return answer(outcome, record_id, step, payload, idempotency_key=key)
@@ -191,6 +229,16 @@ def _payload(stored: str | None) -> Any:
     return json.loads(stored) if stored is not None else None
 
 
+#: Calls sent again: per key (a keyless call: per record and step), every send after the
+#: first, except one re-send per timeout of that key (the caller never got the answer, so
+#: sending again is what it must do).
+REDONE_CALLS = """
+SELECT COALESCE(SUM(MAX(0, n - 1 - t)), 0), COALESCE(SUM(t), 0) FROM (
+    SELECT COUNT(*) AS n, SUM(outcome = 'timeout') AS t FROM calls
+    WHERE kind = 'apply' AND outcome != 'failed'
+    GROUP BY COALESCE(idempotency_key, record_id || '/' || step))"""
+
+
 def verify(data_dir: Path, expected: set[tuple[str, str]]) -> dict[str, Any]:
     """Compare the applied effects with the expected (record_id, step) pairs.
 
@@ -201,13 +249,10 @@ def verify(data_dir: Path, expected: set[tuple[str, str]]) -> dict[str, Any]:
     try:
         counts = {(r, s): n for r, s, n in conn.execute(
             "SELECT record_id, step, COUNT(*) FROM effects GROUP BY record_id, step")}
-        calls, distinct_keys = conn.execute(
-            "SELECT COUNT(*), COUNT(DISTINCT idempotency_key) FROM calls WHERE kind = 'apply' AND outcome != 'failed'"
-        ).fetchone()
+        calls = conn.execute("SELECT COUNT(*) FROM calls WHERE kind = 'apply' AND outcome != 'failed'").fetchone()[0]
+        redone, timeouts = conn.execute(REDONE_CALLS).fetchone()
         lookups = conn.execute("SELECT COUNT(*) FROM calls WHERE kind = 'lookup'").fetchone()[0]
-        keyless, keyless_distinct = conn.execute(
-            "SELECT COUNT(*), COUNT(DISTINCT record_id || '/' || step) FROM calls"
-            " WHERE kind = 'apply' AND idempotency_key IS NULL AND outcome != 'failed'").fetchone()
+        refused = conn.execute("SELECT COUNT(*) FROM calls WHERE kind = 'apply' AND outcome = 'failed'").fetchone()[0]
     finally:
         conn.close()
     return {
@@ -215,10 +260,13 @@ def verify(data_dir: Path, expected: set[tuple[str, str]]) -> dict[str, Any]:
         "duplicate_effects": sum(n - 1 for n in counts.values() if n > 1),
         "unexpected_effects": len(counts.keys() - expected),
         "applied": len(counts),
-        # COUNT(DISTINCT) ignores NULL keys; keyless calls repeat per (record, step).
-        "redone_calls": (calls - keyless - distinct_keys) + (keyless - keyless_distinct),
+        "redone_calls": int(redone or 0),
         "lookups": lookups,
         "requests": calls + lookups,
+        # The service's own failures (the drill's service faults, --fail-rate): refused before
+        # applying, or applied and answered with a timeout (whose re-send is not a redone call).
+        "calls_refused": refused,
+        "calls_timed_out": int(timeouts or 0),
     }
 
 
@@ -238,7 +286,8 @@ def a_redone_call(data_dir: Path) -> str | None:
     try:
         row = conn.execute(
             "SELECT COALESCE(idempotency_key, record_id || '/' || step), COUNT(*) AS n FROM calls"
-            " WHERE kind = 'apply' AND outcome != 'failed' GROUP BY 1 HAVING COUNT(*) > 1 ORDER BY 1 LIMIT 1"
+            " WHERE kind = 'apply' AND outcome != 'failed' GROUP BY 1"
+            " HAVING COUNT(*) > 1 + SUM(outcome = 'timeout') ORDER BY 1 LIMIT 1"
         ).fetchone()
     finally:
         conn.close()

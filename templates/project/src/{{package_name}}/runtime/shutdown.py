@@ -18,9 +18,15 @@ from __future__ import annotations
 import os
 import signal
 import threading
+from pathlib import Path
 from types import FrameType
 
 from .errors import EXIT_GRACE_EXPIRED
+from ..settings import ENV_PREFIX
+
+#: Set by the drill only: a directory where a worker leaves ``<pid>`` once its handlers are
+#: installed, so that the drill never sends SIGTERM to a process that cannot handle it yet.
+READY_DIR_ENV = ENV_PREFIX + "DRILL_READY_DIR"
 
 
 class Shutdown:
@@ -33,6 +39,12 @@ class Shutdown:
     def install(self) -> Shutdown:
         signal.signal(signal.SIGTERM, self._handle)
         signal.signal(signal.SIGINT, self._handle)
+        ready_dir = os.environ.get(READY_DIR_ENV)
+        if ready_dir:  # drilled: say so, now that a SIGTERM is handled
+            try:
+                (Path(ready_dir) / str(os.getpid())).touch()
+            except OSError:
+                pass  # the drill then waits its bounded time and signals anyway
         return self
 
     def _handle(self, signum: int, frame: FrameType | None) -> None:

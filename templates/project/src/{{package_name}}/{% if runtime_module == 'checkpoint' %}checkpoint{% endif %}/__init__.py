@@ -56,6 +56,10 @@ WINDOWS = {
                                       "no call of the next batch is made yet: nothing may be lost or redone, and "
                                       "the prepared intents of calls never made must not block the next run",
 }
+#: A record already queued here, submitted again under a new correlation id (drill/schedule.py,
+#: docs/generated-project.md): new work, processed again under new keys. Resubmit under the SAME
+#: correlation id to have it queued once.
+RESUBMITTED_RECORD = "new-work"
 
 #: What `reset` drops in the state store (strategy.py): every table schema.sql creates.
 STORE_TABLES = ("tasks", "results", "intents", "schema_version")
@@ -194,3 +198,4 @@ if INPUT_SOURCE == "rabbitmq":
 
     WINDOWS = {**WINDOWS, **amqp_input.WINDOWS}
     drill_submit, drill_report = amqp_input.drill_submit, amqp_input.drill_report
+    drill_republish = amqp_input.drill_republish

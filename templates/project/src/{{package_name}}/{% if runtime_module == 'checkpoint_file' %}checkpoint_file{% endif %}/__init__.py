@@ -62,6 +62,10 @@ WINDOWS = {
     "after_checkpoint_before_next_batch": "the checkpoint (results, offset) is renamed into place and its directory "
                                           "fsynced; the next batch is not prepared: nothing may be lost or redone",
 }
+#: A record already queued here, submitted again under a new correlation id (drill/schedule.py,
+#: docs/generated-project.md): new work, appended to the input and processed again. Resubmit under
+#: the SAME correlation id to have it queued once.
+RESUBMITTED_RECORD = "new-work"
 #: The state lives in files, not a database: the drill checks their fsyncs instead of pragmas.
 STATE_STORE = "files"
 

@@ -66,7 +66,7 @@ from ..runtime.errors import JobError
 from ..runtime.shutdown import Shutdown
 from ..runtime.store import workload_held
 from ..runtime.strategy import Context, Submitted, percent
-from .commands import add_commands, rebuild
+from .commands import add_commands, rebuild, reuse_key
 from .domain import Payment, Task, stream_id
 from .event_store import (COUNT_TASKS, IDEMPOTENT, INSERT_INPUT, INSERT_TASK, SELECT_TASKS, STORE_TABLES, Events,
                           open_events, open_store, outages_unavailable, store_outages)
@@ -105,6 +105,11 @@ WINDOWS = {
     "after_projection_commit": "the projection committed a page (rows and position in one transaction), the next "
                                "page is not read: no row is lost or written twice",
 }
+#: A record already queued here, submitted again under a new correlation id (drill/schedule.py,
+#: docs/generated-project.md): the whole submission is refused, nothing queued.
+RESUBMITTED_RECORD = "refused"
+if IDEMPOTENT:  # the drill's key-reuse fault: a recorded payment's key sent with another request
+    drill_reuse_key = reuse_key
 
 
 # ----------------------------------------------------------------------- submit

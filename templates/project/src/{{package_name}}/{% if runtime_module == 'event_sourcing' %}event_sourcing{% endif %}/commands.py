@@ -22,7 +22,7 @@ from ..runtime.strategy import Context
 from .domain import stream_id
 from .event_store import IDEMPOTENT, SELECT_TASKS, open_events, open_store, outages_unavailable
 from .subscriber import DELETE_RESULTS, RESET_POSITION, RESULTS, ProjectionMoved, project
-from .worker import charge, load_task
+from .worker import IdempotencyConflict, charge, load_task, payment_key
 
 
 # -------------------------------------------------------------------- rebuild
@@ -161,3 +161,31 @@ def _charge_sent(ctx: Context, key: str) -> bool:
         return False
     finally:
         conn.close()
+
+
+# ------------------------------------------------------- the drill's key reuse
+def reuse_key(ctx: Context) -> dict[str, Any] | None:
+    """The drill's key-reuse fault (drill/schedule.py): the idempotency key of a payment already
+    recorded, sent again with a different request (the same record with one field added).
+    It must be refused (IdempotencyConflict). Nothing is saved whatever the answer, so the
+    probe itself changes nothing; None when no payment is recorded yet."""
+    store = open_store(ctx)
+    app = open_events(ctx)
+    try:
+        row = store.one("SELECT r.task_id, r.seq, i.record FROM es_results r JOIN es_inputs i"
+                        " ON i.task_id = r.task_id AND i.seq = r.seq ORDER BY r.notification_id LIMIT 1")
+        if row is None:
+            return None
+        record = json.loads(row["record"])
+        key = payment_key(row["task_id"], record)
+        task = load_task(app, row["task_id"], total=0)
+        try:
+            result, _ = charge(app, task, int(row["seq"]), {**record, "drill_changed": True}, key)
+        except IdempotencyConflict as exc:
+            return {"key": key, "outcome": "refused", "message": str(exc)}
+        except BadRecord as exc:
+            return {"key": key, "outcome": "refused", "message": f"refused as a bad record: {exc}"}
+        return {"key": key, "outcome": "accepted", "message": f"answered {json.dumps(result, sort_keys=True)[:200]}"}
+    finally:
+        app.close()
+        store.close()

@@ -61,6 +61,10 @@ WINDOWS = {
     "after_commit_before_next_task": "the task is committed done (and the next one claimed in that commit), nothing "
                                      "of the next task is called yet: the done task is not re-run, the claimed one is",
 }
+#: A record already queued here, submitted again under a new correlation id (drill/schedule.py,
+#: docs/generated-project.md): queued, but its business key makes the new task a no-op (its
+#: effect is not applied again, its result not stored again).
+RESUBMITTED_RECORD = "deduped"
 
 #: What `reset` drops in the state store (strategy.py): every table schema.sql creates.
 STORE_TABLES = ("tasks", "processed", "results", "schema_version")
@@ -194,3 +198,4 @@ if INPUT_SOURCE == "rabbitmq":
 
     WINDOWS = {**WINDOWS, **amqp_input.WINDOWS}
     drill_submit, drill_report = amqp_input.drill_submit, amqp_input.drill_report
+    drill_republish = amqp_input.drill_republish

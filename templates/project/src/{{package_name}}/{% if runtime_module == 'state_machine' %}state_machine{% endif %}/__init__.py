@@ -60,6 +60,9 @@ WINDOWS = {
     "between_steps": "a step is confirmed and the order moved on (the next step's intent committed with it), the "
                      "next step is not called yet: the flow resumes at the next step, no step is lost or repeated",
 }
+#: A record already an order here, submitted again under a new correlation id (drill/schedule.py,
+#: docs/generated-project.md): the whole submission is refused, nothing queued.
+RESUBMITTED_RECORD = "refused"
 
 #: What `reset` drops in the state store (strategy.py): every table schema.sql creates.
 STORE_TABLES = ("orders", "transitions", "step_log", "schema_version")
@@ -245,3 +248,4 @@ if INPUT_SOURCE == "rabbitmq":
 
     WINDOWS = {**WINDOWS, **amqp_input.WINDOWS}
     drill_submit, drill_report = amqp_input.drill_submit, amqp_input.drill_report
+    drill_republish = amqp_input.drill_republish

@@ -50,6 +50,16 @@ WINDOWS = {
     "after_effects": "the batch's external calls were made; the sink has not committed",
     "after_sink_commit": "the sink committed results + batch id; Spark has not written its commit log",
 }
+#: The drill's fault kinds this project does not take (drill/schedule.py), and why: the report says so.
+DRILL_SKIPS = {
+    "service-fail": "the sink does not retry a failed call: the micro-batch fails, the query stops and the next "
+                    "`run` replays the batch (no retry inside a batch yet)",
+    "service-timeout": "the sink does not retry a failed call (see service-fail)",
+    "store-outage": "Spark's own checkpoint files hold the stream's progress; the sink's store is not ridden out",
+    "other-host": "one Spark driver per checkpoint location: no claims or leases to hand over",
+    "resubmit-same": "the drill's input is the demo's landing files (no correlation id); a file submitted twice "
+                     "under one id is tested by test_submit.py",
+}
 
 #: What `reset` drops in the state store (strategy.py): every table schema.sql creates.
 STORE_TABLES = ("stream_files", "stream_batches", "stream_skipped", "stream_results", "schema_version")

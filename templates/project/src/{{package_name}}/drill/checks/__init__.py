@@ -6,7 +6,10 @@ history the run left, each knowing nothing of how its faults were made.
 * ``exits.py``   — a worker that stopped (gracefully, or done) left nothing behind: no claim
   (``held_after_exit``), no call in doubt (``in_doubt_after_exit``), no call for another
   worker to send again (``resent_after_exit``); a message acked only once its work was
-  committed (``acked_uncommitted``).
+  committed (``acked_uncommitted``);
+* ``resubmission.py`` — what only the fault schedule can show: input submitted again
+  answered as promised (``resubmission``), a reused key with a new request refused
+  (``key_reuse``).
 
 Each returns ``verdict.Failure`` dicts; judge.py gathers their inputs.
 """

@@ -65,6 +65,35 @@ def drill_submit(ctx: Context, records: list[dict[str, Any]], *, work_ms: float 
     return ids
 
 
+def drill_republish(ctx: Context, records: list[dict[str, Any]], first: int, count: int,
+                    work_ms: float = 0.0) -> list[str]:
+    """The drill's resubmit-same fault on a queue (drill/schedule.py): the messages holding
+    ``records[first:first + count]`` published again, with their correlation ids and bodies (a
+    producer retrying): the consumer must find them submitted already and queue nothing twice."""
+    queue, _ = queue_of(ctx)
+    per = records_per_message(ctx)
+    numbers = range(first // per, (first + count - 1) // per + 1)
+    ids = []
+    connection = _connect_for_drill(ctx)
+    try:
+        channel = connection.channel()
+        channel.tx_select()
+        for n in numbers:
+            cid = f"drill-{n:06d}"
+            channel.basic_publish("", queue, json.dumps({"records": records[n * per:(n + 1) * per],
+                                                         "work_ms": work_ms}),
+                                  pika.BasicProperties(delivery_mode=pika.DeliveryMode.Persistent,
+                                                       correlation_id=cid, content_type="application/json"))
+            ids.append(cid)
+        channel.tx_commit()
+    except amqp_errors.AMQPError as exc:
+        raise JobError(f"the broker at {where(ctx)} failed while the drill published again ({why(exc)})") from None
+    finally:
+        if connection.is_open:
+            connection.close()
+    return ids
+
+
 def _connect_for_drill(ctx: Context) -> pika.BlockingConnection:
     try:
         return connect(ctx)

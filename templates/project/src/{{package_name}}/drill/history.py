@@ -1,0 +1,70 @@
+"""The drill's history: what happened, in order, as JSON lines (``drill-history.jsonl``).
+
+Jepsen's shape (docs/generated-project.md): the nemesis (runner.py, nemesis.py) injects
+the faults of the schedule and writes here what it did and what it saw; the checks read
+this file and the stores, and never know how a fault was made. One object per line,
+each with ``t`` (seconds since the drill started), ``op`` and ``done`` (effects applied
+so far, when the runner knew it). The ops:
+
+    start    seed, records, workers, schedule (its file)
+    spawn    slot, pid, host, armed (the armed event's n, or null)
+    ready    slot, pid: the worker's signal handlers are installed
+    exit     slot, pid, code (a negative code: killed by that signal), by ("drill", "self"
+             for an armed kill, "worker" for its own exit), event (n, or null),
+             exit_s (seconds from the signal, for a SIGTERM)
+    fault    event (n), kind, and what it did: calls (service), hold_s (outage),
+             skipped (why it could not be injected)
+    submit   event (n, or null for the input), correlation_id, records, outcome
+             ("added", "repeat": answered with the earlier tasks, "refused"), message
+    key      event (n), key, outcome ("refused", "accepted"), message
+    extend   records: more work submitted so that every planned kill lands
+    end      wall_s
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+from typing import Any
+
+HISTORY_FILE = "drill-history.jsonl"
+
+
+class History:
+    """Appends ops to the history file; each line is flushed at once (a killed drill leaves
+    a readable history up to its last op)."""
+
+    def __init__(self, data_dir: Path, t0: float | None = None) -> None:
+        self.path = Path(data_dir) / HISTORY_FILE
+        self.t0 = time.monotonic() if t0 is None else t0
+        self._file = open(self.path, "a", encoding="utf-8")
+        self.ops: list[dict[str, Any]] = []
+
+    def t(self) -> float:
+        return round(time.monotonic() - self.t0, 3)
+
+    def add(self, op: str, **fields: Any) -> dict[str, Any]:
+        entry = {"t": self.t(), "op": op, **fields}
+        self.ops.append(entry)
+        self._file.write(json.dumps(entry, sort_keys=True, default=str) + "\n")
+        self._file.flush()
+        return entry
+
+    def close(self) -> None:
+        self._file.close()
+
+
+def read(path: Path) -> list[dict[str, Any]]:
+    """Every op of a history file (a torn last line, from a killed drill, is left out)."""
+    ops = []
+    for line in Path(path).read_text(encoding="utf-8").splitlines():
+        try:
+            ops.append(json.loads(line))
+        except ValueError:
+            continue
+    return ops
+
+
+def of(ops: list[dict[str, Any]], op: str) -> list[dict[str, Any]]:
+    return [o for o in ops if o.get("op") == op]

@@ -1,0 +1,196 @@
+"""The nemesis: injects one timed event of the schedule (schedule.py) and says what it did.
+
+Each kind is one method; what it did goes to the history (history.py), which the checks
+read. An event that cannot land yet (no worker alive, nothing done to resubmit, the store
+busy) answers ``None`` and is tried again at the next poll; armed kills are not here (the
+worker gives them to itself: workers.py arms it, runner.py reaps it).
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from ..runtime import submission
+from ..runtime.errors import JobError, StoreUnavailable
+from ..runtime.external import ExternalService
+from ..runtime.store import STATE_DB
+from ..runtime.strategy import Context
+from .history import History
+from .progress import Progress
+from .workers import Pool
+
+#: An outage is held until the workers were stalled for its hold_s, and at most this much longer.
+OUTAGE_MAX_S = 20.0
+#: Until this fraction of the expected effects, a kill aimed at a commit waits for one;
+#: later it lands at once (the next commit could be the run's last).
+COMMIT_AIM_UNTIL = 0.9
+KILLS = ("sigkill", "sigterm", "other-host")
+
+
+class Nemesis:
+    def __init__(self, ctx: Context, pool: Pool, progress: Progress, history: History, *,
+                 records: list[dict[str, Any]], input_id: str | None, expected: Callable[[], int],
+                 work_ms: float = 0.0) -> None:
+        self.ctx, self.pool, self.progress, self.history = ctx, pool, progress, history
+        self.records, self.input_id, self.expected, self.work_ms = records, input_id, expected, work_ms
+        self.strategy = ctx.strategy
+        self._outage: _Outage | None = None
+
+    # ------------------------------------------------------------------ dispatch
+    def inject(self, event: dict[str, Any], done: int) -> dict[str, Any] | None:
+        """What the event did (its outcome), or None: it cannot land now, try again later."""
+        kind = event["kind"]
+        if kind in KILLS:
+            return self._kill(event, done)
+        method = getattr(self, "_" + kind.replace("-", "_"))
+        outcome: dict[str, Any] | None = method(event, done)
+        return outcome
+
+    @property
+    def busy(self) -> bool:
+        """An outage is being held: the next event waits for its end."""
+        return self._outage is not None
+
+    def tick(self, *, end: bool = False) -> bool:
+        """End the outage being held once every worker has been stalled for its ``hold_s``
+        (no effect applied that long: each one waited on the lock past busy_timeout), or after
+        OUTAGE_MAX_S more at most (a worker that never writes); ``end``: now (no worker is left).
+        True when it ended here."""
+        if self._outage is None:
+            return False
+        outage, now, done = self._outage, time.monotonic(), self.progress.applied()
+        if done != outage.done:
+            outage.done, outage.quiet_since = done, now
+        held_long_enough = now - outage.quiet_since >= outage.event["hold_s"]
+        if not (end or held_long_enough or now - outage.began >= outage.event["hold_s"] + OUTAGE_MAX_S):
+            return False
+        outage.conn.execute("ROLLBACK")
+        outage.conn.close()
+        self._outage = None
+        self.history.add("fault", event=outage.event["n"], kind=outage.event["kind"], phase="end", done=done,
+                         held_s=round(now - outage.began, 3))
+        return True
+
+    def close(self) -> None:
+        """The drill is ending (or was stopped): let go of an outage still held."""
+        if self._outage is not None:
+            self._outage.conn.close()
+            self._outage = None
+
+    # --------------------------------------------------------------------- kills
+    def _kill(self, event: dict[str, Any], done: int) -> dict[str, Any] | None:
+        alive = self.pool.alive()
+        if event["kind"] != "sigkill":
+            # A graceful stop is never asked of an armed worker: it could pass its point while it
+            # finishes and die by its own SIGKILL, which is no verdict on the stop. It waits.
+            alive = [slot for slot in alive if self.pool.armed[slot] is None]
+        if not alive:
+            return None
+        slot = alive[event.get("slot", 0) % len(alive)]
+        if event["kind"] == "sigkill":
+            moment = event.get("moment", "anywhere")
+            if moment == "anywhere":
+                time.sleep(event.get("delay_ms", 0) / 1000)  # anywhere in a batch, not on a boundary
+            elif moment == "after-effect":
+                self.progress.await_effect()  # between a call and the commit that records it
+            else:
+                self.progress.await_commit(give_up_at=int(COMMIT_AIM_UNTIL * self.expected()))
+            outcome = self.pool.sigkill(slot, event, self.progress.applied())
+        else:
+            outcome = self.pool.sigterm(slot, event, self.ctx.settings.grace_period_s, self.progress.applied())
+            if event["kind"] == "other-host" and outcome["landed"]:
+                self.pool.move_host(slot)
+        if not outcome["landed"]:
+            return None  # it had exited (or never got ready): try another moment
+        return {**outcome, "slot": slot}  # the runner restarts the slot
+
+    # ------------------------------------------------------------------- service
+    def _service(self, event: dict[str, Any], done: int, **counts: int) -> dict[str, Any]:
+        service = ExternalService(self.ctx.data_dir)
+        try:
+            service.schedule_faults(**counts)
+        finally:
+            service.close()
+        self.history.add("fault", event=event["n"], kind=event["kind"], calls=event["calls"], done=done)
+        return {"calls": event["calls"]}
+
+    def _service_fail(self, event: dict[str, Any], done: int) -> dict[str, Any]:
+        return self._service(event, done, fail=event["calls"])
+
+    def _service_timeout(self, event: dict[str, Any], done: int) -> dict[str, Any]:
+        return self._service(event, done, timeout=event["calls"])
+
+    # --------------------------------------------------------------- resubmitting
+    def _resubmit_same(self, event: dict[str, Any], done: int) -> dict[str, Any] | None:
+        chunk = self.records[event["first"]:event["first"] + event["count"]]
+        republish = getattr(self.strategy, "drill_republish", None)
+        if republish is not None:  # a queue: the same message published again
+            published = republish(self.ctx, self.records, event["first"], event["count"], self.work_ms)
+            self.history.add("submit", event=event["n"], correlation_id=",".join(published), records=len(chunk),
+                             outcome="published", same=True, message=None, done=done)
+            return {"outcome": "published"}
+        return self._submit(event, chunk, self.input_id, done, same=True)
+
+    def _resubmit_new(self, event: dict[str, Any], done: int) -> dict[str, Any] | None:
+        try:
+            stored = self.strategy.stored_results(self.ctx) or []
+        except JobError:
+            return None  # the store is busy or away: later
+        finished = {rid for rid, _ in stored}
+        chunk = [r for r in self.records if str(r["record_id"]) in finished][:event["count"]]
+        if not chunk:
+            return None  # nothing done yet
+        return self._submit(event, chunk, f"drill-resubmit-{event['n']}", done, same=False)
+
+    def _submit(self, event: dict[str, Any], chunk: list[dict[str, Any]], correlation_id: str | None, done: int,
+                *, same: bool) -> dict[str, Any] | None:
+        message = None
+        try:
+            answer = submission.queue(self.ctx, chunk, correlation_id=correlation_id, work_ms=self.work_ms)
+            outcome = "added" if answer.added else "repeat"
+        except StoreUnavailable:
+            return None  # not an answer: the store is away (an outage); later
+        except JobError as exc:
+            outcome, message = "refused", str(exc)
+        self.history.add("submit", event=event["n"], correlation_id=correlation_id, records=len(chunk),
+                         first=str(chunk[0]["record_id"]), same=same, outcome=outcome, message=message, done=done)
+        return {"outcome": outcome}
+
+    # ---------------------------------------------------------------- the store
+    def _store_outage(self, event: dict[str, Any], done: int) -> dict[str, Any] | None:
+        path = Path(self.ctx.data_dir) / STATE_DB
+        if not path.exists():
+            return None
+        conn = sqlite3.connect(path, isolation_level=None, timeout=30)
+        try:
+            conn.execute("BEGIN IMMEDIATE")  # the write lock: every worker's commit now waits, then fails
+        except sqlite3.Error:
+            conn.close()
+            return None
+        self._outage = _Outage(conn, event, self.progress.applied())
+        self.history.add("fault", event=event["n"], kind=event["kind"], phase="start", hold_s=event["hold_s"],
+                         done=done)
+        return {"hold_s": event["hold_s"]}
+
+    # --------------------------------------------------------------- key reuse
+    def _key_reuse(self, event: dict[str, Any], done: int) -> dict[str, Any] | None:
+        try:
+            answer = self.strategy.drill_reuse_key(self.ctx)
+        except StoreUnavailable:
+            return None
+        if answer is None:
+            return None  # no key used yet
+        self.history.add("key", event=event["n"], done=done, **answer)
+        return {"outcome": answer["outcome"]}
+
+
+class _Outage:
+    """The write lock the drill holds, since when, and when the effects last moved."""
+
+    def __init__(self, conn: sqlite3.Connection, event: dict[str, Any], done: int) -> None:
+        self.conn, self.event, self.done = conn, event, done
+        self.began = self.quiet_since = time.monotonic()

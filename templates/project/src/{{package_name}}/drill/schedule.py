@@ -1,0 +1,273 @@
+"""The drill's fault schedule (the nemesis's plan): drawn from the seed, printed, replayable.
+
+A schedule is data: the drill's options and a list of fault events. ``plan()`` draws one
+from ``--seed`` and the options; the runner (runner.py) executes it, records what
+happened in the history (history.py), and the checks read the history, never this
+plan. ``drill --replay FILE`` reads a schedule back and runs exactly those events
+again; shrink.py makes smaller ones from a failing schedule. The file format::
+
+    {"format": 1, "strategy": "checkpoint", "seed": 1, "records": 2000, "workers": 1,
+     "hosts": 1, "work_ms": 0.5, "fail_rate": null, "kills": 10,
+     "kinds": ["sigkill", "sigterm", ...],           # the kinds this run may use
+     "skipped": {"store-outage": "why not here"},      # kinds asked for but not applicable
+     "events": [EVENT, ...]}
+
+Every EVENT has ``n`` (1, 2, ... in schedule order) and ``kind`` (a key of KINDS). A
+TIMED event also has ``at``: the fraction of the expected effects applied when it is
+injected (0 < at < 1). An ARMED event (a SIGKILL the worker gives itself) has no
+``at``: the next worker started is armed with it, and it lands when that worker passes
+the point; ``window``+``pass`` (``--aim``: die the pass-th time WINDOW is passed) or
+``point`` (``--sweep``: die at the point-th persistence point, runtime/faults.py).
+The other fields, by kind:
+
+    sigkill          moment: anywhere | after-effect | after-commit, delay_ms, slot
+                     (timed), or window+pass / point (armed)
+    sigterm          slot                        (every kill a SIGTERM with --sigterm)
+    other-host       slot: SIGTERM that worker, start its successor with another host id
+    service-fail     calls: the service refuses the next N calls (not applied)
+    service-timeout  calls: the service applies the next N calls, then times out
+    resubmit-same    first, count: input[first:first+count] submitted again under the
+                     input's correlation id (or, queue input, published again)
+    resubmit-new     count: that many records already done, under a new correlation id
+    store-outage     hold_s: the state store's write lock held until no effect was applied
+                     for that long (SQLite; the workers waited past busy_timeout)
+    key-reuse        an idempotency key of a done record, with a different request
+    redelivery       queue input: armed window after_commit_before_ack (a message
+                     committed, not acked: the broker delivers it again)
+    power-loss       reserved for the power-loss drill (issue 21): kill and drop what
+                     was not fsynced (LazyFS)
+
+``slot`` picks the victim among the workers alive at that moment (``slot % alive``).
+"""
+
+from __future__ import annotations
+
+import json
+import random
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ..runtime.errors import JobError
+from ..runtime.store import is_postgresql
+
+FORMAT = 1
+
+#: Every fault kind: what it does and what it proves (drill --help, the docs, the report).
+KINDS: dict[str, str] = {
+    "sigkill": "a worker killed with SIGKILL (timed, or aimed at a window with --aim): the committed state decides",
+    "sigterm": "a worker asked to stop with SIGTERM: exit 0 within the grace period, nothing left in doubt",
+    "other-host": "a worker stopped with SIGTERM and its successor started under another host id: the claim "
+                  "must have been released (another host cannot see the pid)",
+    "service-fail": "the external service refuses a few calls before applying them: the job retries",
+    "service-timeout": "the external service applies a few calls, then times out: the job cannot tell (in doubt)",
+    "resubmit-same": "part of the input submitted again under its correlation id (a producer retrying, a broker "
+                     "redelivering): nothing queued twice",
+    "resubmit-new": "records already done submitted again under a new correlation id: refused, or deduped by "
+                    "their business key, as the strategy promises",
+    "store-outage": "the state store taken away for longer than busy_timeout (SQLite: another connection holds "
+                    "the write lock): the workers ride it out",
+    "key-reuse": "an idempotency key reused with a different request: refused",
+    "redelivery": "a consumer killed after its commit, before its ack: the broker delivers the message again",
+    "power-loss": "reserved: a kill that also drops every write not fsynced (the power-loss drill)",
+}
+#: The kinds a default drill draws (power-loss is the power-loss drill's own).
+DEFAULT_KINDS = tuple(kind for kind in KINDS if kind != "power-loss")
+#: How many events of each non-kill kind a default schedule holds (kills: --kills).
+PER_RUN = {"other-host": 1, "service-fail": 2, "service-timeout": 2, "resubmit-same": 1, "resubmit-new": 1,
+           "store-outage": 1, "key-reuse": 1, "redelivery": 1}
+#: A default drill's kills: this fraction of them SIGTERM (graceful), the rest SIGKILL.
+SIGTERM_SHARE = 0.3
+#: Timed events land between these fractions of the expected effects.
+EARLIEST, LATEST = 0.05, 0.9
+#: A successor on another host comes first, before any kill (see _timed).
+OTHER_HOST_AT = (0.02, 0.045)
+#: Calls a service fault refuses or times out: below every strategy's retry budget.
+SERVICE_CALLS = (1, 3)
+#: Records a resubmission carries (a fraction of the input, at least 1).
+RESUBMIT_SHARE = 0.05
+#: An aimed kill lands the N-th time the worker passes its window, N in 1..AIM_SPREAD.
+AIM_SPREAD = 3
+MOMENTS = ("anywhere", "after-effect", "after-commit")
+
+
+@dataclass
+class Schedule:
+    strategy: str
+    seed: int
+    records: int
+    workers: int = 1
+    hosts: int = 1
+    work_ms: float = 0.5
+    fail_rate: float | None = None
+    kills: int = 0
+    kinds: list[str] = field(default_factory=list)
+    skipped: dict[str, str] = field(default_factory=dict)
+    events: list[dict[str, Any]] = field(default_factory=list)
+    format: int = FORMAT
+
+    def timed(self) -> list[dict[str, Any]]:
+        """The events the drill injects, in the order they come due."""
+        return sorted((e for e in self.events if "at" in e), key=lambda e: e["at"])
+
+    def armed(self) -> list[dict[str, Any]]:
+        return [e for e in self.events if "at" not in e]
+
+    def renumbered(self) -> Schedule:
+        """The same schedule with its events numbered 1, 2, ... again (after shrinking)."""
+        events = [dict(e, n=i) for i, e in enumerate(self.events, 1)]
+        return Schedule(**{**asdict(self), "events": events})
+
+    def to_json(self) -> str:
+        return json.dumps(asdict(self), indent=1, sort_keys=True)
+
+    def write(self, path: Path) -> Path:
+        path.write_text(self.to_json() + "\n", encoding="utf-8")
+        return path
+
+
+def load(path: Path, strategy_name: str) -> Schedule:
+    """A schedule written by an earlier drill (``--replay FILE``); JobError if unusable."""
+    try:
+        data = json.loads(Path(path).read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise JobError(f"cannot read the schedule {path}: {exc.strerror}") from None
+    except (UnicodeDecodeError, ValueError) as exc:
+        raise JobError(f"{path} is not a drill schedule (not JSON: {exc})") from None
+    if not isinstance(data, dict) or data.get("format") != FORMAT or not isinstance(data.get("events"), list):
+        raise JobError(f"{path} is not a drill schedule of format {FORMAT} (written by `drill`, beside its report)")
+    if data.get("strategy") != strategy_name:
+        raise JobError(f"{path} is a schedule of the {data.get('strategy')!r} strategy; this project is "
+                       f"{strategy_name!r}")
+    known = set(Schedule.__dataclass_fields__)
+    try:
+        schedule = Schedule(**{k: v for k, v in data.items() if k in known})
+        for event in schedule.events:
+            _check_event(event)
+    except (TypeError, ValueError) as exc:
+        raise JobError(f"{path}: {exc}") from None
+    return schedule
+
+
+def _check_event(event: Any) -> None:
+    if not isinstance(event, dict) or event.get("kind") not in KINDS or not isinstance(event.get("n"), int):
+        raise ValueError(f"not a fault event: {event!r}")
+    if "at" in event and not (isinstance(event["at"], (int, float)) and 0 <= event["at"] <= 1):
+        raise ValueError(f"event {event['n']}: 'at' must be a fraction between 0 and 1")
+    if "at" not in event and not ("window" in event or "point" in event):
+        raise ValueError(f"event {event['n']}: an event without 'at' must name a window or a point")
+
+
+# ------------------------------------------------------------------ applicability
+def not_applicable(kind: str, strategy: Any, settings: Any, *, aimed: bool = False) -> str | None:
+    """Why ``kind`` cannot be drilled on this project (None: it can); ``aimed``: the kills are armed."""
+    files = getattr(strategy, "STATE_STORE", "database") == "files"
+    queue = getattr(strategy, "drill_submit", None) is not None
+    declared = (getattr(strategy, "DRILL_SKIPS", None) or {}).get(kind)
+    if declared:
+        return str(declared)
+    if kind == "power-loss":
+        return "run by the power-loss drill"
+    if kind == "store-outage":
+        if files:
+            return "the state is in files: there is no store to take away"
+        if is_postgresql(settings.database_url):
+            return "the drill does not own the PostgreSQL server (tests restart one they start themselves)"
+    if kind == "other-host" and files:
+        return "the file variant runs one worker per data directory on one host"
+    if kind == "other-host" and aimed:
+        return "--aim arms every worker, and a graceful stop is only asked of an unarmed one"
+    if kind == "redelivery" and not queue:
+        return "the input is not a queue"
+    if kind == "resubmit-new" and getattr(strategy, "RESUBMITTED_RECORD", "new-work") == "new-work":
+        return (f"the {getattr(strategy, 'NAME', '?')} strategy takes a new correlation id as new work: its records "
+                "are processed again (docs/generated-project.md, resubmitting)")
+    if kind == "key-reuse" and getattr(strategy, "drill_reuse_key", None) is None:
+        return "no client-chosen idempotency keys in this strategy"
+    return None
+
+
+# -------------------------------------------------------------------- the plan
+def plan(strategy: Any, settings: Any, *, seed: int, records: int, kills: int, workers: int = 1, hosts: int = 1,
+         work_ms: float = 0.5, fail_rate: float | None = None, kinds: list[str] | None = None,
+         sigterm_only: bool = False, aims: list[str] | None = None) -> Schedule:
+    """Draw the schedule from ``seed``. ``kinds``: the kinds switched on (default: all that
+    apply); ``sigterm_only`` (--sigterm): every kill a SIGTERM; ``aims`` (--aim): the
+    window of every kill, each then an armed SIGKILL."""
+    rng = random.Random(seed)
+    wanted = list(DEFAULT_KINDS if kinds is None else kinds)
+    skipped = {k: why for k in wanted if (why := not_applicable(k, strategy, settings, aimed=aims is not None))}
+    usable = [k for k in wanted if k not in skipped]
+    events: list[dict[str, Any]] = []
+    events += _kills(rng, usable, kills, sigterm_only, aims)
+    for kind in ("other-host", "service-fail", "service-timeout", "resubmit-same", "resubmit-new",
+                 "store-outage", "key-reuse"):
+        if kind in usable:
+            events += [_timed(rng, kind, records, settings) for _ in range(PER_RUN[kind])]
+    if "redelivery" in usable:
+        events += [{"kind": "redelivery", "window": "after_commit_before_ack", "pass": rng.randint(1, AIM_SPREAD)}]
+    events = sorted(events, key=lambda e: (e.get("at", 2.0), e["kind"]))  # armed ones last, in their order
+    schedule = Schedule(strategy=getattr(strategy, "NAME", "?"), seed=seed, records=records, workers=workers,
+                        hosts=hosts, work_ms=work_ms, fail_rate=fail_rate, kills=kills, kinds=usable,
+                        skipped=skipped, events=events)
+    return schedule.renumbered()
+
+
+def _kills(rng: random.Random, usable: list[str], kills: int, sigterm_only: bool,
+           aims: list[str] | None) -> list[dict[str, Any]]:
+    if aims is not None:  # --aim: every kill an armed SIGKILL in its window
+        return [{"kind": "sigkill", "window": w, "pass": rng.randint(1, AIM_SPREAD)} for w in aims]
+    kinds = [k for k in ("sigkill", "sigterm") if k in usable]
+    if sigterm_only:
+        kinds = ["sigterm"] if "sigterm" in usable else []
+    if not kinds:
+        return []
+    terms = kills if kinds == ["sigterm"] else 0 if kinds == ["sigkill"] else max(1, round(kills * SIGTERM_SHARE))
+    order = ["sigterm"] * min(terms, kills) + ["sigkill"] * (kills - min(terms, kills))
+    rng.shuffle(order)
+    found = []
+    for kind in order:
+        event: dict[str, Any] = {"kind": kind, "at": round(rng.uniform(EARLIEST, LATEST), 4),
+                                 "slot": rng.randrange(64)}
+        if kind == "sigkill":
+            draw = rng.random()  # a fifth anywhere, three tenths after an effect, half after a commit
+            event["moment"] = MOMENTS[0] if draw < 0.2 else MOMENTS[1] if draw < 0.5 else MOMENTS[2]
+            event["delay_ms"] = round(rng.uniform(0, 10), 2)
+        found.append(event)
+    return found
+
+
+def _timed(rng: random.Random, kind: str, records: int, settings: Any) -> dict[str, Any]:
+    count = max(1, round(records * RESUBMIT_SHARE))
+    if kind in ("service-fail", "service-timeout"):
+        return {"kind": kind, "at": round(rng.uniform(EARLIEST, 0.85), 4), "calls": rng.randint(*SERVICE_CALLS)}
+    if kind == "resubmit-same":
+        first = rng.randrange(max(1, records - count + 1))
+        return {"kind": kind, "at": round(rng.uniform(0.1, 0.6), 4), "first": first, "count": min(count, records)}
+    if kind == "resubmit-new":  # records already done: chosen when it lands, from what is stored
+        return {"kind": kind, "at": round(rng.uniform(0.35, 0.8), 4), "count": min(count, records)}
+    if kind == "store-outage":
+        # Held until no effect was applied for this long: every worker waited on the lock past
+        # busy_timeout, so each saw an outage (runtime/outage.py), wherever it was when it began.
+        hold = settings.busy_timeout_ms / 1000 + 1.0
+        return {"kind": kind, "at": round(rng.uniform(0.2, 0.8), 4), "hold_s": round(hold, 3)}
+    if kind == "other-host":
+        # Before any kill: a worker killed on this host leaves claims only this host can judge by
+        # its pid; moved away first, every later kill is restarted on the killed worker's own host.
+        return {"kind": kind, "at": round(rng.uniform(OTHER_HOST_AT[0], OTHER_HOST_AT[1]), 4),
+                "slot": rng.randrange(64)}
+    return {"kind": kind, "at": round(rng.uniform(0.35, 0.8), 4)}
+
+
+def describe(event: dict[str, Any]) -> str:
+    """One event in words, for the text report."""
+    where = f"at {event['at']:.0%}" if "at" in event else (
+        f"in window {event['window']} (pass {event['pass']})" if "window" in event else f"at persistence point {event['point']}")
+    extra = {"service-fail": lambda e: f"{e['calls']} call(s) refused",
+             "service-timeout": lambda e: f"{e['calls']} call(s) applied, then timed out",
+             "resubmit-same": lambda e: f"{e['count']} record(s) under the same correlation id",
+             "resubmit-new": lambda e: f"{e['count']} done record(s) under a new correlation id",
+             "store-outage": lambda e: f"write lock held until the workers stalled {e['hold_s']} s",
+             "sigkill": lambda e: e.get("moment", "") if "at" in e else ""}.get(event["kind"])
+    detail = extra(event) if extra else ""
+    return f"#{event['n']} {event['kind']} {where}" + (f": {detail}" if detail else "")
