@@ -40,11 +40,14 @@ from pathlib import Path
 from typing import Any
 
 from ..runtime import faults
-from ..runtime.arguments import fraction, non_negative_float, positive_int
+from ..runtime.arguments import fraction, non_negative_float, non_negative_int, positive_int
 from ..runtime.errors import JobError
 from ..runtime.strategy import Context
 from .report import summary
 from .runner import Drill
+from .sweep import run_sweep
+from .sweep import summary_lines as sweep_lines
+from .sweep_plan import PREFIX, SAMPLE
 
 
 def windows_help(strategy: Any) -> str:
@@ -81,7 +84,8 @@ def aim_plan(strategy: Any, aim: str | None, kills: int, sigterm: bool = False) 
 
 
 def add_arguments(p: argparse.ArgumentParser, strategy: Any = None) -> None:
-    p.add_argument("--records", type=positive_int, default=2000, help="demo records (default 2000)")
+    p.add_argument("--records", type=positive_int, default=None,
+                   help="demo records (default 2000; with --sweep 12 batches' worth, at least 200)")
     p.add_argument("--kills", type=int, default=10, help="how many times to kill the worker (default 10)")
     p.add_argument("--seed", type=int, default=1, help="seed for the kill moments (default 1)")
     p.add_argument("--sigterm", action="store_true", help="send SIGTERM instead of SIGKILL")
@@ -101,6 +105,15 @@ def add_arguments(p: argparse.ArgumentParser, strategy: Any = None) -> None:
                         + (f"; windows: {', '.join(names)}" if names else ""))
     p.add_argument("--data-dir", type=Path, default=None,
                    help="fresh directory for the drill's data (default: a new ./data/drill-<time>-...)")
+    # The crash-point sweep (sweep.py): the worker kills itself at each persistence point in turn.
+    p.add_argument("--sweep", action="store_true",
+                   help="instead of kills at random moments, kill the worker at every persistence point in turn "
+                        "(each commit, external call, file rename, window) of a prefix after each restart, then "
+                        "at a seeded sample beyond it")
+    p.add_argument("--sweep-prefix", type=positive_int, default=PREFIX, metavar="N",
+                   help=f"--sweep: crash at the first N passes of each point after a restart (default {PREFIX})")
+    p.add_argument("--sweep-sample", type=non_negative_int, default=SAMPLE, metavar="M",
+                   help=f"--sweep: then M crashes at points drawn beyond the prefix (default {SAMPLE})")
 
 
 def _stop_on_sigterm() -> None:
@@ -117,18 +130,24 @@ def _stop_on_sigterm() -> None:
 def run_drill(args: argparse.Namespace, ctx: Context) -> int:
     if args.kills < 0:
         raise JobError("--kills must be zero or more")
+    swept = getattr(args, "sweep", False)
+    if swept and (args.aim or args.sigterm):
+        raise JobError("--sweep chooses every kill itself (SIGKILL at each point); drop --aim and --sigterm")
     aims = aim_plan(ctx.strategy, getattr(args, "aim", None), args.kills, args.sigterm)
     _stop_on_sigterm()
     emit = _printer() if args.events else (lambda event: None)
-    report = Drill(ctx, records=args.records, kills=args.kills, seed=args.seed, sigterm=args.sigterm,
-                   work_ms=args.work_ms, workers=args.workers, data_dir=args.data_dir, emit=emit,
-                   fail_rate=args.fail_rate, aims=aims, hosts=getattr(args, "hosts", 1)).run()
+    if swept:
+        report = run_sweep(args, ctx, emit)
+    else:
+        report = Drill(ctx, records=args.records or 2000, kills=args.kills, seed=args.seed, sigterm=args.sigterm,
+                       work_ms=args.work_ms, workers=args.workers, data_dir=args.data_dir, emit=emit,
+                       fail_rate=args.fail_rate, aims=aims, hosts=getattr(args, "hosts", 1)).run()
     if args.events:
         pass  # the report was the last event
     elif args.json:
         print(json.dumps(report, indent=2, sort_keys=True))
     else:
-        print(summary(report))
+        print("\n".join([summary(report), *sweep_lines(report)]))
     return 0 if report["ok"] else 1
 
 

@@ -34,7 +34,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from . import probe_hook
+from . import faults, probe_hook
 from .errors import StoreError, StoreUnavailable, redact
 from ..settings import PACKAGE, Settings
 
@@ -209,6 +209,7 @@ class Store:
                     raise
             raise
         else:
+            faults.point("commit")  # a crash point of the drill's sweep (faults.py); nothing when not drilled
             self.execute("COMMIT")
             note_commit()
 
