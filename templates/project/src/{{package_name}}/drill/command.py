@@ -48,6 +48,9 @@ from .runner import Drill
 from .sweep import run_sweep
 from .sweep import summary_lines as sweep_lines
 from .sweep_plan import PREFIX, SAMPLE
+from .upgrade import run_upgrade
+from .upgrade import save as save_upgrade_fixture
+from .upgrade import summary_lines as upgrade_lines
 
 
 def windows_help(strategy: Any) -> str:
@@ -114,6 +117,13 @@ def add_arguments(p: argparse.ArgumentParser, strategy: Any = None) -> None:
                    help=f"--sweep: crash at the first N passes of each point after a restart (default {PREFIX})")
     p.add_argument("--sweep-sample", type=non_negative_int, default=SAMPLE, metavar="M",
                    help=f"--sweep: then M crashes at points drawn beyond the prefix (default {SAMPLE})")
+    # The upgrade drill (upgrade.py): a store an older release wrote, killed mid-run, continued by this code.
+    p.add_argument("--upgrade-from", default=None, metavar="VERSION|FILE",
+                   help="start from the store a release of that schema version left when killed mid-run "
+                        "(tests/fixtures/upgrade/vVERSION.json, or a fixture file) and continue it with crashes")
+    p.add_argument("--save-upgrade-fixture", nargs="?", const="", default=None, metavar="FILE",
+                   help="save this code's store, killed mid-run, as the fixture of its schema version (before "
+                        "changing the schema; default tests/fixtures/upgrade/v<version>.json), and exit")
 
 
 def _stop_on_sigterm() -> None:
@@ -130,13 +140,18 @@ def _stop_on_sigterm() -> None:
 def run_drill(args: argparse.Namespace, ctx: Context) -> int:
     if args.kills < 0:
         raise JobError("--kills must be zero or more")
-    swept = getattr(args, "sweep", False)
-    if swept and (args.aim or args.sigterm):
-        raise JobError("--sweep chooses every kill itself (SIGKILL at each point); drop --aim and --sigterm")
+    if getattr(args, "save_upgrade_fixture", None) is not None:
+        return save_upgrade_fixture(args, ctx)
+    swept, upgrading = getattr(args, "sweep", False), getattr(args, "upgrade_from", None) is not None
+    if (swept or upgrading) and (args.aim or args.sigterm):
+        raise JobError("--sweep and --upgrade-from choose every kill themselves (SIGKILL at persistence points); "
+                       "drop --aim and --sigterm")
     aims = aim_plan(ctx.strategy, getattr(args, "aim", None), args.kills, args.sigterm)
     _stop_on_sigterm()
     emit = _printer() if args.events else (lambda event: None)
-    if swept:
+    if upgrading:
+        report = run_upgrade(args, ctx, emit)
+    elif swept:
         report = run_sweep(args, ctx, emit)
     else:
         report = Drill(ctx, records=args.records or 2000, kills=args.kills, seed=args.seed, sigterm=args.sigterm,
@@ -147,7 +162,7 @@ def run_drill(args: argparse.Namespace, ctx: Context) -> int:
     elif args.json:
         print(json.dumps(report, indent=2, sort_keys=True))
     else:
-        print("\n".join([summary(report), *sweep_lines(report)]))
+        print("\n".join([summary(report), *upgrade_lines(report), *sweep_lines(report)]))
     return 0 if report["ok"] else 1
 
 

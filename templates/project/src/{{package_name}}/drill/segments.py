@@ -3,7 +3,8 @@
 Unlike the timed drill (runner.py), nobody here sends a kill at a moment: every worker
 after the census is started armed (``<PKG>_DRILL_CRASH_AT``, runtime/faults.py) and kills
 itself at the point the plan (sweep.py) chose; the next one starts at once and recovers.
-The first worker (the census) dies at a call well into the work. The input comes
+The first armed workers die at the plan's opening points, the census at a call well into the
+work (sweep_plan.py). The input comes
 from ``prepare`` (the demo records submitted; or a store an older release wrote,
 upgrade.py); the oracle and the checks are the drill's own (judge.py).
 """
@@ -57,11 +58,12 @@ def worker_env(data_dir: Path, target: Target | None) -> dict[str, str]:
 class CrashPointRun:
     def __init__(self, ctx: Context, plan: SweepPlan, prepare: Prepare, *, seed: int, work_ms: float,
                  data_dir: Path | None, emit: Callable[[dict[str, Any]], None], fail_rate: float | None = None,
-                 mode: str = "sweep") -> None:
+                 mode: str = "sweep", extra: dict[str, Any] | None = None) -> None:
         if ctx.strategy is None:
             raise JobError("no strategy loaded")
         self.ctx, self.plan, self.prepare, self.seed, self.work_ms = ctx, plan, prepare, seed, work_ms
         self.data_dir_arg, self.emit, self.fail_rate, self.mode = data_dir, emit, fail_rate, mode
+        self.extra = extra or {}  # what the mode adds to the report (upgrade.py: the fixture)
         self.t0 = time.monotonic()
         self.recovery_ms: list[float] = []
         self.failures: list[int] = []
@@ -103,24 +105,21 @@ class CrashPointRun:
 
     # ------------------------------------------------------------ the workers
     def _segments(self, data_dir: Path, log: Any, probe: sqlite3.Connection, expected: int) -> None:
-        # The census: the first worker dies at its call after about two batches' worth of effects
-        # (faults.py), having reported every point it passed (a SIGTERM would add the graceful
-        # stop's own points, which a killed worker never passes).
-        census = self.plan.census_target(expected, self.ctx.settings.batch_size * len(job.STEPS))
+        per_batch = self.ctx.settings.batch_size * len(job.STEPS)
         while True:
-            target = census or self.plan.next(expected - _applied(probe))
             before = _applied(probe)
+            target = self.plan.next(expected - before, per_batch)
             proc = self._spawn(data_dir, log, target)
+            census = target is not None and target.phase == "census"
             code = self._wait(proc, probe, measure_from=None if census else before)
             trace = _trace(data_dir, proc.pid)
             self.plan.learn(trace, census_effects=_applied(probe) - before if census else None)
-            census = None
             if target is None:
                 if code != 0:
                     self.failures.append(code)
                 return
             if code == -signal.SIGKILL and trace and trace.get("crashed_at"):
-                target.outcome = "killed"
+                target.outcome, target.landed = "killed", str(trace["crashed_at"])
                 self.emit({"event": "kill", "n": len(self.plan.targets), "signal": "SIGKILL", "point": trace["crashed_at"],
                            "pass": target.n, "phase": target.phase, "done": _applied(probe), "t": self.t()})
                 self.emit({"event": "restart", "n": len(self.plan.targets), "t": self.t()})
@@ -170,7 +169,7 @@ class CrashPointRun:
             "graceful_exits": [], "worker_failures": self.failures,
             "incomplete_records": state["total"] - state["done"], "kills_landed": kills, "aim": None,
             "kills_by_window": {UNAIMED: kills} if kills else {}, "windows_not_reached": missed,
-            "data_dir": str(data_dir), "sweep": coverage,
+            "data_dir": str(data_dir), "sweep": coverage, **self.extra,
         }
         extras = getattr(strategy, "drill_report", None)
         if extras is not None:

@@ -27,20 +27,23 @@ class Target:
 
     point: str
     n: int
-    phase: str  # "census", "prefix" or "sample"
+    phase: str  # "opening", "census", "prefix" or "sample"
     outcome: str = "armed"  # then "killed", "run ended first" or "worker failed"
+    landed: str = ""  # killed: the point it died at (an opening's or the census's is any point, or any call)
 
     @property
     def env_value(self) -> str:
-        """``<PKG>_DRILL_CRASH_AT`` for this target (faults.py)."""
-        return f"{self.point}:{self.n}"
+        """``<PKG>_DRILL_CRASH_AT`` for this target (faults.py): ``POINT:N``, or ``N`` for any point."""
+        return f"{self.point}:{self.n}" if self.point else str(self.n)
 
 
 class SweepPlan:
     """Which crash point comes next, from what the workers reported (pure: no processes)."""
 
-    def __init__(self, prefix: int = PREFIX, sample: int = SAMPLE, seed: int = 1) -> None:
-        self.prefix, self.sample = prefix, sample
+    def __init__(self, prefix: int = PREFIX, sample: int = SAMPLE, seed: int = 1, *, opening: int = 0) -> None:
+        """``opening``: first, crash the first worker at each of its first ``opening`` points (of any
+        kind): on a store an older release wrote, its schema check and its migrations (upgrade.py)."""
+        self.prefix, self.sample, self.opening = prefix, sample, opening
         self.rng = random.Random(seed)
         self.reach: dict[str, int] = {}   # point -> the passes the prefix aims at (at most prefix)
         self.order: list[str] = []        # points in the order they were found
@@ -49,13 +52,17 @@ class SweepPlan:
         self.targets: list[Target] = []
         self.census: dict[str, Any] = {}
 
-    def census_target(self, expected_effects: int, effects_per_batch: int) -> Target:
-        """The first worker's: its call after about CENSUS_BATCHES batches' worth of effects
-        (a quarter of the run at most), so that it has passed every point of a batch or two."""
-        calls = max(2, min(CENSUS_BATCHES * effects_per_batch + effects_per_batch // 2, expected_effects // 4))
-        target = Target("call", calls, "census")
-        self.targets.append(target)
-        return target
+    def _next_opening(self) -> Target | None:
+        done = sum(t.phase == "opening" for t in self.targets)
+        return Target("", done + 1, "opening") if done < self.opening else None
+
+    def _next_census(self, remaining_effects: int, effects_per_batch: int) -> Target | None:
+        """The first armed worker's: its call after about CENSUS_BATCHES batches' worth of effects
+        (a quarter of what is left at most), having passed every point of a batch or two."""
+        if any(t.phase == "census" for t in self.targets):
+            return None
+        calls = max(2, min(CENSUS_BATCHES * effects_per_batch + effects_per_batch // 2, remaining_effects // 4))
+        return Target("call", calls, "census")
 
     def learn(self, trace: dict[str, Any] | None, *, census_effects: int | None = None) -> None:
         """A worker's report (faults.py): the points it passed, and how often."""
@@ -73,9 +80,10 @@ class SweepPlan:
             if census_effects > 0:
                 self.rate = {name: int(n) / census_effects for name, n in counts.items()}
 
-    def next(self, remaining_effects: int) -> Target | None:
+    def next(self, remaining_effects: int, effects_per_batch: int) -> Target | None:
         """The next crash, or None: the last worker runs unarmed to the end."""
-        target = self._next_prefix() or self._next_sample(remaining_effects)
+        target = (self._next_opening() or self._next_census(remaining_effects, effects_per_batch)
+                  or self._next_prefix() or self._next_sample(remaining_effects))
         if target is not None:
             self.targets.append(target)
         return target
@@ -101,13 +109,14 @@ class SweepPlan:
     # ------------------------------------------------------------ the report
     def coverage(self) -> dict[str, Any]:
         killed = [t for t in self.targets if t.outcome == "killed"]
-        by_kind = Counter(t.point.split("@", 1)[0] for t in killed)
+        by_kind = Counter(t.landed.split("@", 1)[0] for t in killed)
         return {
             "prefix": self.prefix, "sample": self.sample, "census": self.census,
             "points_found": len(self.order),
             "crashes": len(killed),
             "crashes_by_kind": dict(sorted(by_kind.items())),
-            "crashes_by_point": dict(sorted(Counter(t.point for t in killed).items())),
+            "crashes_by_point": dict(sorted(Counter(t.landed for t in killed).items())),
+            "opening_crashes": sum(t.phase == "opening" for t in killed),
             "prefix_crashes": sum(t.phase == "prefix" for t in killed),
             "sample_crashes": sum(t.phase == "sample" for t in killed),
             "not_reached": [t.env_value for t in self.targets if t.outcome == "run ended first"],
@@ -115,8 +124,9 @@ class SweepPlan:
         }
 
     def missed(self) -> list[str]:
-        """What the run ended before and the input should have allowed: the census, or the first
-        pass of a point the census found (every later target depends on where the work stands)."""
+        """What the run ended before and the input should have allowed: the opening and the census,
+        or the first pass of a point the census found (every later target depends on where the
+        work stands)."""
         found = set(self.census.get("found", ()))
         return [t.env_value for t in self.targets if t.outcome == "run ended first"
-                and (t.phase == "census" or (t.phase == "prefix" and t.n == 1 and t.point in found))]
+                and (t.phase in ("opening", "census") or (t.phase == "prefix" and t.n == 1 and t.point in found))]
