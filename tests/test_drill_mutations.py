@@ -26,7 +26,8 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from contextlib import ExitStack
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -43,7 +44,8 @@ CATALOGUE = Path(__file__).with_name("mutations.yaml")
 CHECK_IDS = frozenset({"lost", "duplicate_effects", "unexpected_effects", "incomplete", "results", "final_state",
                        "nondeterministic_job", "effect_payloads", "kills_not_delivered", "redone_calls",
                        "durability", "worker_failures", "graceful_exit"})
-DRILL_TIMEOUT_S = 120
+#: A sweep restarts the worker at every point it crashes at (about a minute on a loaded machine).
+DRILL_TIMEOUT_S = 300
 
 
 @dataclass(frozen=True)
@@ -52,6 +54,11 @@ class OptionSet:
     strategy: str
     answers: Mapping[str, Any]
     drill: tuple[str, ...]
+
+    @property
+    def needs_broker(self) -> bool:
+        """A queue input: the drill publishes to RabbitMQ and the workers consume from it."""
+        return self.answers.get("input_source") == "rabbitmq"
 
 
 @dataclass(frozen=True)
@@ -148,11 +155,14 @@ class DrillRun:
                 f"stderr: {self.stderr[-1500:]}\nworkers log: {self.workers_log[-1500:]}")
 
 
-def run_drill(project: Path, package: str, data_dir: Path, flags: tuple[str, ...]) -> DrillRun:
+def run_drill(project: Path, package: str, data_dir: Path, flags: tuple[str, ...], amqp_url: str | None = None
+              ) -> DrillRun:
     """`python -m <pkg> drill --json --data-dir DIR FLAGS` as a user runs it (not installed)."""
     env = {k: v for k, v in os.environ.items()
-           if k not in ("PYTHONPATH", "DATABASE_URL") and not k.startswith(("PYTEST_", "COV_"))}
+           if k not in ("PYTHONPATH", "DATABASE_URL", "AMQP_URL") and not k.startswith(("PYTEST_", "COV_"))}
     env["PYTHONPATH"] = str(project / "src")
+    if amqp_url:
+        env["AMQP_URL"] = amqp_url
     started = time.monotonic()
     # Own session: on a timeout the drill AND its workers are killed, nothing is left running.
     proc = subprocess.Popen([sys.executable, "-m", package, "drill", "--json", "--data-dir", str(data_dir), *flags],
@@ -195,6 +205,21 @@ def renders(tmp_path_factory: pytest.TempPathFactory) -> Renders:
     return Renders(tmp_path_factory.mktemp("pristine"))
 
 
+@pytest.fixture(scope="session")
+def amqp_url() -> Iterator[str]:
+    """A throwaway RabbitMQ node (rabbitmq_server.py), started only for an option set with a queue input."""
+    from rabbitmq_server import find_server, rabbitmq_server
+
+    if find_server() is None:
+        pytest.fail("rabbitmq-server is not installed: `make test` installs it (make rabbitmq)")
+    with rabbitmq_server() as node:
+        yield node.url
+
+
+def _broker(option_set: str, request: pytest.FixtureRequest) -> str | None:
+    return request.getfixturevalue("amqp_url") if OPTION_SETS[option_set].needs_broker else None
+
+
 def test_catalogue_covers_every_strategy_and_kind() -> None:
     assert len(MUTATIONS) >= 20
     strategies = {OPTION_SETS[m.option_set].strategy for m in MUTATIONS}
@@ -214,19 +239,20 @@ def _baselines() -> list[tuple[str, tuple[str, ...]]]:
 @pytest.mark.parametrize(("option_set", "flags"), _baselines(),
                          ids=[f"{o}:{' '.join(f)}".replace(" ", "_") for o, f in _baselines()])
 def test_unmutated_project_passes_the_drill(option_set: str, flags: tuple[str, ...], renders: Renders,
-                                            tmp_path: Path) -> None:
+                                            tmp_path: Path, request: pytest.FixtureRequest) -> None:
     project, package = renders.copy(option_set, tmp_path / "project")
-    run = run_drill(project, package, tmp_path / "drill", flags)
+    run = run_drill(project, package, tmp_path / "drill", flags, _broker(option_set, request))
     assert run.report is not None, f"no JSON report: {run.describe()}"
     assert run.returncode == 0 and run.report["ok"] is True, run.describe()
     assert run.report.get("failures") == [], run.describe()
 
 
 @pytest.mark.parametrize("mutation", MUTATIONS, ids=[m.id for m in MUTATIONS])
-def test_the_drill_catches_the_mutation(mutation: Mutation, renders: Renders, tmp_path: Path) -> None:
+def test_the_drill_catches_the_mutation(mutation: Mutation, renders: Renders, tmp_path: Path,
+                                       request: pytest.FixtureRequest) -> None:
     project, package = renders.copy(mutation.option_set, tmp_path / "project")
     apply_mutation(project, package, mutation)
-    run = run_drill(project, package, tmp_path / "drill", mutation.drill)
+    run = run_drill(project, package, tmp_path / "drill", mutation.drill, _broker(mutation.option_set, request))
     assert run.report is not None, f"{mutation.id}: the drill gave no JSON report: {run.describe()}"
     assert run.returncode == 1 and run.report["ok"] is False, \
         f"{mutation.id} NOT CAUGHT ({mutation.bug}): {run.describe()}"
@@ -305,11 +331,20 @@ def _main(argv: list[str]) -> int:
             return 0
         wanted = set(argv)
         renders = Renders(root / "pristine")
-        for n, mutation in enumerate(m for m in MUTATIONS if not wanted or m.id in wanted or m.option_set in wanted):
-            project, package = renders.copy(mutation.option_set, root / f"case-{n}" / "project")
-            apply_mutation(project, package, mutation)
-            run = run_drill(project, package, root / f"case-{n}" / "drill", mutation.drill)
-            print(_verdict_line(mutation.id, mutation.checks, run), flush=True)
+        chosen = [m for m in MUTATIONS if not wanted or m.id in wanted or m.option_set in wanted]
+        with ExitStack() as stack:
+            url = None
+            if any(OPTION_SETS[m.option_set].needs_broker for m in chosen):
+                sys.path.insert(0, str(Path(__file__).parent))
+                from rabbitmq_server import rabbitmq_server
+
+                url = stack.enter_context(rabbitmq_server()).url
+            for n, mutation in enumerate(chosen):
+                project, package = renders.copy(mutation.option_set, root / f"case-{n}" / "project")
+                apply_mutation(project, package, mutation)
+                run = run_drill(project, package, root / f"case-{n}" / "drill", mutation.drill,
+                                url if OPTION_SETS[mutation.option_set].needs_broker else None)
+                print(_verdict_line(mutation.id, mutation.checks, run), flush=True)
     return 0
 
 

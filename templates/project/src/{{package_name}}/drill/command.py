@@ -88,7 +88,7 @@ def aim_plan(strategy: Any, aim: str | None, kills: int, sigterm: bool = False) 
 
 def add_arguments(p: argparse.ArgumentParser, strategy: Any = None) -> None:
     p.add_argument("--records", type=positive_int, default=None,
-                   help="demo records (default 2000; with --sweep 12 batches' worth, at least 200)")
+                   help="demo records (default 2000; with --sweep 20 batches' worth of calls, at least 200 calls)")
     p.add_argument("--kills", type=int, default=10, help="how many times to kill the worker (default 10)")
     p.add_argument("--seed", type=int, default=1, help="seed for the kill moments (default 1)")
     p.add_argument("--sigterm", action="store_true", help="send SIGTERM instead of SIGKILL")

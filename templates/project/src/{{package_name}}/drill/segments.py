@@ -114,6 +114,8 @@ class CrashPointRun:
             code = self._wait(proc, probe, measure_from=None if census else before)
             trace = _trace(data_dir, proc.pid)
             self.plan.learn(trace, census_effects=_applied(probe) - before if census else None)
+            if target is not None:
+                target.effects_done = _applied(probe)
             if target is None:
                 if code != 0:
                     self.failures.append(code)

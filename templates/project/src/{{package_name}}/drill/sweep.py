@@ -32,6 +32,7 @@ import argparse
 from collections.abc import Callable
 from typing import Any
 
+from .. import job
 from ..job import demo_records
 from ..runtime.errors import JobError
 from ..runtime.strategy import Context
@@ -41,11 +42,13 @@ from .sweep_plan import SweepPlan
 #: The sweep's default input: fewer records than the timed drill (each crash restarts a worker),
 #: enough batches for the census, the prefix and the sample.
 RECORDS_MIN = 200
-BATCHES = 12
+BATCHES = 20
 
 
 def default_records(ctx: Context) -> int:
-    return max(RECORDS_MIN, BATCHES * ctx.settings.batch_size)
+    """BATCHES batches' worth of effects (at least RECORDS_MIN records' worth): a record of a flow
+    makes one call per step."""
+    return max(RECORDS_MIN, BATCHES * ctx.settings.batch_size) // len(job.STEPS)
 
 
 def run_sweep(args: argparse.Namespace, ctx: Context, emit: Callable[[dict[str, Any]], None]) -> dict[str, Any]:

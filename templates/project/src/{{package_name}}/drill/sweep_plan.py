@@ -30,6 +30,7 @@ class Target:
     phase: str  # "opening", "census", "prefix" or "sample"
     outcome: str = "armed"  # then "killed", "run ended first" or "worker failed"
     landed: str = ""  # killed: the point it died at (an opening's or the census's is any point, or any call)
+    effects_done: int = 0  # the effects applied in the whole run when it died (or exited)
 
     @property
     def env_value(self) -> str:

@@ -109,6 +109,9 @@ def dump(ctx: Context, records: list[dict[str, Any]], *, schema_sql: str | None,
         store = connect(ctx.data_dir, ctx.settings)
         try:
             doc["tables"] = {t: _dump_rows(store.execute(f"SELECT * FROM {t}"), t, where) for t in _tables(store)}
+            if store.dialect == "sqlite":  # tables the runtime creates on first use (the call ledger): their SQL
+                doc["ddl"] = {str(r["name"]): str(r["sql"]) for r in store.all(
+                    "SELECT name, sql FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%'")}
             doc["schema_version"] = int((store.one("SELECT version FROM schema_version") or {"version": 0})["version"])
         finally:
             store.close()
@@ -198,6 +201,14 @@ def _load_tables(doc: dict[str, Any], ctx: Context, where: str) -> None:
         library = getattr(ctx.strategy, "open_events", None)  # a library's own tables (the event store's)
         if library is not None:
             library(ctx, create=True).close()
+        missing = [t for t in doc["tables"] if t not in set(_tables(store))]
+        with store.transaction():  # tables that release's runtime created on first use (the call ledger)
+            for table in missing:
+                if table not in doc.get("ddl", {}):
+                    raise JobError(f"upgrade fixture: no SQL creates table {table} (neither its schema.sql nor "
+                                   "its ddl)")
+                for statement in split_sql(doc["ddl"][table]):
+                    store.execute(statement)
         with store.transaction():
             for table, part in doc["tables"].items():
                 store.execute(f"DELETE FROM {table}")  # rows schema.sql seeds (its version) come from the fixture
