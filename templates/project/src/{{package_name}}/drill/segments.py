@@ -32,12 +32,14 @@ from ..runtime.store import STATE_DB
 from ..runtime.strategy import Context
 from .durability import PROBE_ENV, Probe
 from .judge import INPUT_FILE, ORACLE_CLOCK_SHIFT_S, PROBE_DIR, judge, start_oracle
-from .runner import EXTERNAL_DIR_ENV, POLL_S, UNAIMED, fresh_data_dir, percentile
+from .runner import EXTERNAL_DIR_ENV, POLL_S, UNAIMED, Drill, fresh_data_dir, percentile
 from .sweep_plan import SweepPlan, Target
 
 #: Where every worker reports the points it passed (faults.py, ``<PKG>_DRILL_POINTS``).
 POINTS_DIR = "drill-points"
 
+#: The effects applied so far, read from external.db (the timed drill's probe).
+_applied = Drill._applied
 #: ``prepare(ctx)`` fills the fresh data directory and returns the records the run must complete.
 Prepare = Callable[[Context], list[dict[str, Any]]]
 
@@ -180,11 +182,6 @@ class CrashPointRun:
         report["ok"] = report["failures"] == []
         self.emit({"event": "report", **report})
         return report
-
-
-def _applied(probe: sqlite3.Connection) -> int:
-    # Effects are only ever inserted, so MAX(rowid) is their count, in O(1).
-    return int(probe.execute("SELECT COALESCE(MAX(rowid), 0) FROM effects").fetchone()[0])
 
 
 def _trace(data_dir: Path, pid: int) -> dict[str, Any] | None:
