@@ -17,7 +17,9 @@ Records per second of each, and the ratios off/no-hook and counting/no-hook per 
 and range). Then the hook itself: the time of one disarmed ``faults.point`` call beside one
 durable commit on this disk. Targets: off/no-hook >= 0.95 in the median round (nothing
 measurable: the machine's noise is larger), one disarmed call under 1 % of a commit.
-Measured (2026-12-01, load average 10-18 on 2 shared cores): see docs/generated-project.md.
+Measured (2026-12-01, load average 19 on 2 shared cores, 1,500 records, 5 rounds): off / no hook
+0.988 (rounds 0.716-1.158), counting / no hook 0.800 (0.712-1.081); one disarmed point 767 ns beside
+a 6,432 us commit (0.012 %). The off ratio's spread is the machine's noise, not the hook.
 """
 
 from __future__ import annotations

@@ -107,6 +107,10 @@ def save(args: argparse.Namespace, ctx: Context) -> int:
     run_ctx = Context(data_dir=data_dir, settings=ctx.settings, strategy=strategy)
     records = demo_records(args.records or FIXTURE_RECORDS)
     strategy.submit(run_ctx, records, work_ms=0.0)
+    kept_elsewhere = [n for n in getattr(strategy, "STATE_FILES", ()) if (data_dir / n).is_dir()]
+    if kept_elsewhere:  # the stream: Spark's checkpoint and its landing files, with absolute paths
+        raise JobError(f"the {strategy.NAME} strategy keeps its progress in directories ({', '.join(kept_elsewhere)}); "
+                       "an upgrade fixture holds tables and files only")
     calls = max(2, int(KILLED_AT * len(records) * len(job.STEPS)))
     env = worker_env(data_dir, Target("call", calls, "fixture"))
     for name in (PROBE_ENV, faults.POINTS_ENV):  # nothing of the drill's own in the fixture's data directory

@@ -152,6 +152,12 @@ def read(path: Path) -> dict[str, Any]:
     wanted = ("format", "strategy", "effect_kind", "records", "job_digest", "schema_version", "external")
     if not isinstance(doc, dict) or any(k not in doc for k in wanted) or doc["format"] != FORMAT:
         raise JobError(f"{path}: not an upgrade fixture of format {FORMAT} (keys: {', '.join(wanted)})")
+    # Table and column names go into SQL: plain identifiers only.
+    for part in (doc.get("tables") or {}, doc["external"]):
+        for table, rows in part.items():
+            names = [table, *(rows.get("columns") or [])] if isinstance(rows, dict) else [table, "?"]
+            if not all(isinstance(n, str) and n.isidentifier() for n in names):
+                raise JobError(f"{path}: table {table!r} has a name or column that is not a plain identifier")
     return doc
 
 
