@@ -75,9 +75,10 @@ def summary_lines(report: dict[str, Any]) -> list[str]:
     if not sweep:
         return []
     kinds = ", ".join(f"{kind} {n}" for kind, n in sweep["crashes_by_kind"].items()) or "none"
-    lines = [f"sweep: {sweep['crashes']} crash points ({sweep['prefix_crashes']} in the prefix, the first "
-             f"{sweep['prefix']} pass(es) of each of {sweep['points_found']} points; {sweep['sample_crashes']} of "
-             f"{sweep['sample']} sampled beyond it); by kind: {kinds}"]
+    opening = f"{sweep['opening_crashes']} at the first worker's opening points, " if sweep["opening_crashes"] else ""
+    lines = [f"sweep: {sweep['crashes']} crash points ({opening}{sweep['prefix_crashes']} in the prefix: up to "
+             f"{sweep['prefix']} pass(es) of each of the {sweep['points_found']} points found; "
+             f"{sweep['sample_crashes']} of {sweep['sample']} sampled beyond it); by kind: {kinds}"]
     if sweep["not_reached"]:
         lines.append(f"sweep: the run ended before {len(sweep['not_reached'])} planned crash point(s): "
                      + ", ".join(sweep["not_reached"][:4]) + (", ..." if len(sweep["not_reached"]) > 4 else ""))
