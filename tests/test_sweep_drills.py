@@ -29,7 +29,8 @@ from advisor import scaffold
 
 pytestmark = pytest.mark.slow
 
-SEEDS = range(1, 11)
+#: The soak's seeds (SOAK_SEEDS=3 for a shorter soak).
+SEEDS = range(1, int(os.environ.get("SOAK_SEEDS", "10")) + 1)
 #: option set -> (strategy, answers, the schema version of its fixture, or None: no fixture ships).
 OPTION_SETS = {
     "checkpoint": ("checkpoint", {}, 2),

@@ -19,6 +19,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Callable
+from contextlib import closing
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -69,6 +70,7 @@ class CrashPointRun:
         self.t0 = time.monotonic()
         self.recovery_ms: list[float] = []
         self.failures: list[int] = []
+        self.worker: subprocess.Popen[bytes] | None = None  # the one running now
 
     def t(self) -> float:
         return round(time.monotonic() - self.t0, 3)
@@ -95,10 +97,10 @@ class CrashPointRun:
         started = time.monotonic()
         try:
             with open(data_dir / "drill-workers.log", "ab") as log, \
-                    sqlite3.connect(f"file:{data_dir / EXTERNAL_DB}?mode=ro", uri=True) as probe:
+                    closing(sqlite3.connect(f"file:{data_dir / EXTERNAL_DB}?mode=ro", uri=True)) as probe:
                 self._segments(data_dir, log, probe, len(expected))
-        except BaseException:
-            for proc in oracles:
+        except BaseException:  # the drill itself was stopped: its worker and the oracles with it
+            for proc in [*oracles, *([self.worker] if self.worker else [])]:
                 if proc.poll() is None:
                     proc.kill()
                     proc.wait()
@@ -116,12 +118,11 @@ class CrashPointRun:
             code = self._wait(proc, probe, measure_from=None if census else before)
             trace = _trace(data_dir, proc.pid)
             self.plan.learn(trace, census_effects=_applied(probe) - before if census else None)
-            if target is not None:
-                target.effects_done = _applied(probe)
-            if target is None:
+            if target is None:  # the last worker, unarmed: the run is over
                 if code != 0:
                     self.failures.append(code)
                 return
+            target.effects_done = _applied(probe)
             if code == -signal.SIGKILL and trace and trace.get("crashed_at"):
                 target.outcome, target.landed = "killed", str(trace["crashed_at"])
                 self.emit({"event": "kill", "n": len(self.plan.targets), "signal": "SIGKILL", "point": trace["crashed_at"],
@@ -135,8 +136,9 @@ class CrashPointRun:
 
     def _spawn(self, data_dir: Path, log: Any, target: Target | None) -> subprocess.Popen[bytes]:
         cmd = [sys.executable, "-m", settings_module.PACKAGE, "run", "--data-dir", str(data_dir)]
-        return subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=log, stderr=log,
-                                env=worker_env(data_dir, target))
+        self.worker = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=log, stderr=log,
+                                       env=worker_env(data_dir, target))
+        return self.worker
 
     def _wait(self, proc: subprocess.Popen[bytes], probe: sqlite3.Connection, *, measure_from: int | None) -> int:
         """Until the worker exits; ``measure_from``: time its recovery (start -> first new effect)."""
