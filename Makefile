@@ -5,7 +5,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed-stamp
 
-.PHONY: run test setup postgres java rabbitmq lazyfs bench docs typecheck clean
+.PHONY: run test soak setup postgres java rabbitmq lazyfs bench docs typecheck clean
 
 # Re-install only when the project's dependencies change.
 $(STAMP): pyproject.toml
@@ -59,6 +59,10 @@ lazyfs:
 
 test: setup postgres java rabbitmq lazyfs
 	$(BIN)/python -m pytest -n 2 -q $(PYTEST_ARGS)
+
+# Many seeds of every drill mode (hours on 2 cores): the tests marked soak, left out of `make test`.
+soak: setup postgres java rabbitmq
+	$(BIN)/python -m pytest -n 2 -q -m soak $(PYTEST_ARGS)
 
 bench: setup
 	$(BIN)/python benchmarks/run_all.py

@@ -41,13 +41,19 @@ from pathlib import Path
 from typing import Any
 
 from ..runtime import faults
-from ..runtime.arguments import fraction, non_negative_float, positive_int
+from ..runtime.arguments import fraction, non_negative_float, non_negative_int, positive_int
 from ..runtime.errors import JobError
 from ..runtime.strategy import Context
 from . import schedule as schedule_module
 from . import shrink
 from .report import summary
 from .runner import Drill
+from .sweep import run_sweep
+from .sweep import summary_lines as sweep_lines
+from .sweep_plan import PREFIX, SAMPLE
+from .upgrade import run_upgrade
+from .upgrade import save as save_upgrade_fixture
+from .upgrade import summary_lines as upgrade_lines
 
 #: The options a schedule is made of (None: not given, the default applies; --replay refuses them).
 DEFAULTS: dict[str, Any] = {"records": 2000, "kills": 10, "seed": 1, "work_ms": 0.5, "workers": 1, "hosts": 1}
@@ -91,7 +97,8 @@ def aim_plan(strategy: Any, aim: str | None, kills: int, sigterm: bool = False) 
 
 
 def add_arguments(p: argparse.ArgumentParser, strategy: Any = None) -> None:
-    p.add_argument("--records", type=positive_int, default=None, help="demo records (default 2000)")
+    p.add_argument("--records", type=positive_int, default=None,
+                   help="demo records (default 2000; with --sweep 20 batches' worth of calls, at least 200 calls)")
     p.add_argument("--kills", type=int, default=None,
                    help="how many times to kill a worker, SIGKILL and SIGTERM mixed (default 10)")
     p.add_argument("--seed", type=int, default=None, help="seed of the fault schedule (default 1)")
@@ -122,6 +129,22 @@ def add_arguments(p: argparse.ArgumentParser, strategy: Any = None) -> None:
                    help="when the drill fails, do not look for a smaller failing schedule")
     p.add_argument("--data-dir", type=Path, default=None,
                    help="fresh directory for the drill's data (default: a new ./data/drill-<time>-...)")
+    # The crash-point sweep (sweep.py): the worker kills itself at each persistence point in turn.
+    p.add_argument("--sweep", action="store_true",
+                   help="instead of kills at random moments, kill the worker at every persistence point in turn "
+                        "(each commit, external call, file rename, window) of a prefix after each restart, then "
+                        "at a seeded sample beyond it")
+    p.add_argument("--sweep-prefix", type=positive_int, default=PREFIX, metavar="N",
+                   help=f"--sweep: crash at the first N passes of each point after a restart (default {PREFIX})")
+    p.add_argument("--sweep-sample", type=non_negative_int, default=SAMPLE, metavar="M",
+                   help=f"--sweep: then M crashes at points drawn beyond the prefix (default {SAMPLE})")
+    # The upgrade drill (upgrade.py): a store an older release wrote, killed mid-run, continued by this code.
+    p.add_argument("--upgrade-from", default=None, metavar="VERSION|FILE",
+                   help="start from the store a release of that schema version left when killed mid-run "
+                        "(tests/fixtures/upgrade/vVERSION.json, or a fixture file) and continue it with crashes")
+    p.add_argument("--save-upgrade-fixture", nargs="?", const="", default=None, metavar="FILE",
+                   help="save this code's store, killed mid-run, as the fixture of its schema version (before "
+                        "changing the schema; default tests/fixtures/upgrade/v<version>.json), and exit")
 
 
 def kinds_of(args: argparse.Namespace) -> list[str]:
@@ -172,24 +195,46 @@ def _stop_on_sigterm() -> None:
 
 
 def run_drill(args: argparse.Namespace, ctx: Context) -> int:
-    plan = schedule_from(args, ctx)
-    _stop_on_sigterm()
-    emit = _printer() if args.events else (lambda event: None)
-    report = Drill(ctx, plan, data_dir=args.data_dir, emit=emit).run()
-    if not report["ok"] and not args.no_shrink and args.replay is None:
-        if not args.events:
-            print(f"the drill failed ({', '.join(sorted({f['check'] for f in report['failures']}))}); looking for a "
-                  f"smaller failing schedule (at most {shrink.MAX_TRIES} drills, {shrink.BUDGET_S:g} s; "
-                  "--no-shrink skips this)", file=sys.stderr, flush=True)
-        report["shrunk"] = shrink.shrink(ctx, plan, report, emit=emit)
-    emit({"event": "report", **report})
+    if getattr(args, "save_upgrade_fixture", None) is not None:
+        return save_upgrade_fixture(args, ctx)
+    swept, upgrading = getattr(args, "sweep", False), getattr(args, "upgrade_from", None) is not None
+    if swept or upgrading:
+        report = _crash_points(args, ctx)
+    else:
+        plan = schedule_from(args, ctx)
+        _stop_on_sigterm()
+        emit = _printer() if args.events else (lambda event: None)
+        report = Drill(ctx, plan, data_dir=args.data_dir, emit=emit).run()
+        if not report["ok"] and not args.no_shrink and args.replay is None:
+            if not args.events:
+                print(f"the drill failed ({', '.join(sorted({f['check'] for f in report['failures']}))}); looking "
+                      f"for a smaller failing schedule (at most {shrink.MAX_TRIES} drills, {shrink.BUDGET_S:g} s; "
+                      "--no-shrink skips this)", file=sys.stderr, flush=True)
+            report["shrunk"] = shrink.shrink(ctx, plan, report, emit=emit)
+        emit({"event": "report", **report})
     if args.events:
         pass  # the report was the last event
     elif args.json:
         print(json.dumps(report, indent=2, sort_keys=True))
     else:
-        print(summary(report))
+        print("\n".join([summary(report), *upgrade_lines(report), *sweep_lines(report)]))
     return 0 if report["ok"] else 1
+
+
+def _crash_points(args: argparse.Namespace, ctx: Context) -> dict[str, Any]:
+    """--sweep / --upgrade-from: one worker at a time, killed at persistence points (sweep.py, upgrade.py)."""
+    shaped = [f for f in ("kills", "sigterm", "aim", "only", "replay") if getattr(args, f)]
+    if shaped:
+        raise JobError(f"--sweep and --upgrade-from choose every crash themselves (SIGKILL at persistence points); "
+                       f"drop --{shaped[0]}")
+    for name in ("seed", "work_ms", "workers"):  # the schedule's defaults; records: the sweep's own
+        if getattr(args, name) is None:
+            setattr(args, name, DEFAULTS[name])
+    _stop_on_sigterm()
+    emit = _printer() if args.events else (lambda event: None)
+    report = run_upgrade(args, ctx, emit) if args.upgrade_from is not None else run_sweep(args, ctx, emit)
+    emit({"event": "report", **report})
+    return report
 
 
 def _printer() -> Callable[[dict[str, Any]], None]:

@@ -8,14 +8,22 @@ from __future__ import annotations
 import argparse
 
 
-def positive_int(text: str) -> int:
+def _integer(text: str, least: int, words: str) -> int:
     try:
         value = int(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"{text} must be at least 1")
+    if value < least:
+        raise argparse.ArgumentTypeError(f"{text} must be {words}")
     return value
+
+
+def positive_int(text: str) -> int:
+    return _integer(text, 1, "at least 1")
+
+
+def non_negative_int(text: str) -> int:
+    return _integer(text, 0, "zero or more")
 
 
 def non_negative_float(text: str) -> float:

@@ -43,6 +43,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from . import faults
 from .errors import InDoubt, TransientError
 from .external import ExternalService
 from ..settings import EFFECT_KIND, PLAIN_POLICY, Settings
@@ -169,10 +170,17 @@ class Effects:
              recovering: bool | None = None) -> dict[str, Any]:
         if KIND == "idempotent":
             # Re-sent after a kill with the same key: the service acknowledges, never applies twice.
-            return self.external.apply(record_id, step, key, payload)
+            return self._send_once(record_id, step, key, payload)
         if KIND == "queryable":
             return self._queryable(record_id, step, key, payload, recovering)
         return self._plain(record_id, step, key, payload)
+
+    def _send_once(self, record_id: str, step: str, key: str, payload: Any) -> dict[str, Any]:
+        """The call itself, between two crash points of the drill's sweep (faults.py): sent, returned."""
+        faults.point("call")
+        answer = self.external.apply(record_id, step, key, payload)
+        faults.point("called")
+        return answer
 
     # ---- queryable: look a call in doubt up by its reference, send only if missing
     def _queryable(self, record_id: str, step: str, key: str, payload: Any,
@@ -187,7 +195,7 @@ class Effects:
             if found is not None:
                 return found
         try:
-            return self.external.apply(record_id, step, key, payload)
+            return self._send_once(record_id, step, key, payload)
         except InDoubt:
             self._doubted.add(key)  # the retry asks first
             raise
@@ -222,7 +230,7 @@ class Effects:
     def _send(self, record_id: str, step: str, key: str, payload: Any,
               before: dict[str, Any] | None) -> dict[str, Any]:
         try:
-            return self.external.apply(record_id, step, key, payload)
+            return self._send_once(record_id, step, key, payload)
         except InDoubt:
             raise  # the ledger row stays: the retry finds the call in doubt
         except TransientError:

@@ -34,7 +34,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from . import probe_hook
+from . import faults, probe_hook
 from .errors import StoreError, StoreUnavailable, redact
 from ..settings import PACKAGE, Settings
 
@@ -211,6 +211,7 @@ class Store:
         else:
             if probe_hook.observer is not None and self.dialect == "postgresql":
                 probe_hook.observer.committing(self)  # the drill reads what this COMMIT runs with
+            faults.point("commit")  # a crash point of the drill's sweep (faults.py); nothing when not drilled
             self.execute("COMMIT")
             note_commit()
 

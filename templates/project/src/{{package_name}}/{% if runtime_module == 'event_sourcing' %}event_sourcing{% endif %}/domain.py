@@ -6,10 +6,12 @@ Aggregates' mutators compute from the event only: replaying a stream never calls
 
 from __future__ import annotations
 
+import sys
 from typing import Any
 from uuid import NAMESPACE_URL, UUID, uuid5
 
 from eventsourcing.domain import Aggregate, event
+from eventsourcing.utils import register_topic
 
 from .. import job
 
@@ -62,3 +64,9 @@ class Payment(Aggregate):
     def __init__(self, key: str, request_hash: str, result: dict, task_id: str, seq: int) -> None:
         self.key, self.request_hash, self.result = key, request_hash, result
         self.task_id, self.seq = task_id, seq
+
+
+#: Releases before the package was split into folders kept these classes in ``<package>.es_store``,
+#: and a stored event or snapshot names its class by that topic: an event store such a release
+#: wrote resolves them here (``drill --upgrade-from 1`` continues one).
+register_topic(f"{__package__.rpartition('.')[0]}.es_store", sys.modules[__name__])

@@ -21,7 +21,7 @@ from eventsourcing import persistence as es_persistence
 from eventsourcing.application import Application
 
 from .. import settings as settings_module
-from ..runtime import correlation
+from ..runtime import correlation, faults
 from ..runtime.errors import JobError, StoreError, StoreUnavailable, redact
 from ..runtime.store import STATE_DB, Store, apply_schema, check_data_dir, connect, postgresql_unavailable
 from ..runtime.strategy import Context
@@ -82,6 +82,7 @@ class Events(Application):
         library hands ``save``'s keyword arguments down to its recorder's
         ``_insert_events``, which our recorders override (above).
         """
+        faults.point("append")  # a crash point of the drill's sweep (faults.py): nothing appended yet
         due = [type(o).Snapshot.take(o) for o in objs
                if isinstance(o, Task) and o.version // self.snapshot_every
                > (o.version - len(o.pending_events)) // self.snapshot_every]

@@ -1,0 +1,195 @@
+"""The crash-point drill's run (``--sweep``, ``--upgrade-from``): one worker at a time, each dying at its point.
+
+Unlike the timed drill (runner.py), nobody here sends a kill at a moment: every worker
+after the census is started armed (``<PKG>_DRILL_CRASH_AT``, runtime/faults.py) and kills
+itself at the point the plan (sweep.py) chose; the next one starts at once and recovers.
+The first armed workers die at the plan's opening points, the census at a call well into the
+work (sweep_plan.py). The input comes
+from ``prepare`` (the demo records submitted; or a store an older release wrote,
+upgrade.py); the oracle and the checks are the drill's own (judge.py).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from contextlib import closing
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+from .. import job
+from .. import settings as settings_module
+from ..runtime import effects, faults
+from ..runtime.errors import JobError
+from ..runtime.external import EXTERNAL_DB, ExternalService, verify
+from ..runtime.store import STATE_DB
+from ..runtime.strategy import Context
+from .durability import PROBE_ENV, Probe
+from .judge import INPUT_FILE, ORACLE_CLOCK_SHIFT_S, PROBE_DIR, judge, start_oracle
+from .runner import EXTERNAL_DIR_ENV, POLL_S, UNAIMED, Drill, fresh_data_dir, percentile
+from .sweep_plan import SweepPlan, Target
+
+#: Where every worker reports the points it passed (faults.py, ``<PKG>_DRILL_POINTS``).
+POINTS_DIR = "drill-points"
+
+#: The effects applied so far, read from external.db (the timed drill's probe).
+_applied = Drill._applied
+#: ``prepare(ctx)`` fills the fresh data directory and returns the records the run must complete.
+Prepare = Callable[[Context], list[dict[str, Any]]]
+
+
+def worker_env(data_dir: Path, target: Target | None) -> dict[str, str]:
+    """A worker's environment: the drill's variables set here only, the project importable."""
+    env = {k: v for k, v in os.environ.items() if k not in (faults.AIM_ENV, faults.CRASH_ENV, faults.POINTS_ENV)}
+    src = str(Path(__file__).resolve().parents[2])  # src/: importable even when not installed
+    env["PYTHONPATH"] = src + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
+    env[EXTERNAL_DIR_ENV] = str(data_dir)
+    env[PROBE_ENV] = str(data_dir / PROBE_DIR)
+    env[faults.POINTS_ENV] = str(data_dir / POINTS_DIR)
+    if target is not None:
+        env[faults.CRASH_ENV] = target.env_value
+    return env
+
+
+class CrashPointRun:
+    def __init__(self, ctx: Context, plan: SweepPlan, prepare: Prepare, *, seed: int, work_ms: float,
+                 data_dir: Path | None, emit: Callable[[dict[str, Any]], None], fail_rate: float | None = None,
+                 mode: str = "sweep", extra: dict[str, Any] | None = None) -> None:
+        if ctx.strategy is None:
+            raise JobError("no strategy loaded")
+        self.ctx, self.plan, self.prepare, self.seed, self.work_ms = ctx, plan, prepare, seed, work_ms
+        self.data_dir_arg, self.emit, self.fail_rate, self.mode = data_dir, emit, fail_rate, mode
+        self.extra = extra or {}  # what the mode adds to the report (upgrade.py: the fixture)
+        self.t0 = time.monotonic()
+        self.recovery_ms: list[float] = []
+        self.failures: list[int] = []
+        self.worker: subprocess.Popen[bytes] | None = None  # the one running now
+
+    def t(self) -> float:
+        return round(time.monotonic() - self.t0, 3)
+
+    def run(self) -> dict[str, Any]:
+        data_dir = fresh_data_dir(self.data_dir_arg)
+        ctx = Context(data_dir=data_dir, settings=replace(self.ctx.settings, external_dir=str(data_dir)),
+                      strategy=self.ctx.strategy)
+        (data_dir / PROBE_DIR).mkdir(exist_ok=True)
+        (data_dir / POINTS_DIR).mkdir()
+        with Probe(data_dir / PROBE_DIR, STATE_DB).watch():  # what prepare writes must be durable too
+            records = self.prepare(ctx)
+        (data_dir / INPUT_FILE).write_text(json.dumps(records), encoding="utf-8")
+        env = worker_env(data_dir, None)
+        oracles = [start_oracle(data_dir, "a", None, 0.0, env),
+                   start_oracle(data_dir, "b", self.seed, ORACLE_CLOCK_SHIFT_S, env)]
+        expected = {(str(r["record_id"]), step) for r in records for step in job.STEPS}
+        service = ExternalService(data_dir)  # exists before the first worker, so progress can be polled
+        if self.fail_rate is not None:
+            service.set_failure_rate(self.fail_rate)
+        service.close()
+        self.emit({"event": "start", "strategy": ctx.strategy.NAME, "records": len(records), "mode": self.mode,
+                   "workers": 1, "data_dir": str(data_dir), "t": self.t()})
+        started = time.monotonic()
+        try:
+            with open(data_dir / "drill-workers.log", "ab") as log, \
+                    closing(sqlite3.connect(f"file:{data_dir / EXTERNAL_DB}?mode=ro", uri=True)) as probe:
+                self._segments(data_dir, log, probe, len(expected))
+        except BaseException:  # the drill itself was stopped: its worker and the oracles with it
+            for proc in [*oracles, *([self.worker] if self.worker else [])]:
+                if proc.poll() is None:
+                    proc.kill()
+                    proc.wait()
+            raise
+        return self._report(ctx, data_dir, records, expected, oracles, time.monotonic() - started)
+
+    # ------------------------------------------------------------ the workers
+    def _segments(self, data_dir: Path, log: Any, probe: sqlite3.Connection, expected: int) -> None:
+        per_batch = self.ctx.settings.batch_size * len(job.STEPS)
+        while True:
+            before = _applied(probe)
+            target = self.plan.next(expected - before, per_batch)
+            proc = self._spawn(data_dir, log, target)
+            census = target is not None and target.phase == "census"
+            code = self._wait(proc, probe, measure_from=None if census else before)
+            trace = _trace(data_dir, proc.pid)
+            self.plan.learn(trace, census_effects=_applied(probe) - before if census else None)
+            if target is None:  # the last worker, unarmed: the run is over
+                if code != 0:
+                    self.failures.append(code)
+                return
+            target.effects_done = _applied(probe)
+            if code == -signal.SIGKILL and trace and trace.get("crashed_at"):
+                target.outcome, target.landed = "killed", str(trace["crashed_at"])
+                self.emit({"event": "kill", "n": len(self.plan.targets), "signal": "SIGKILL", "point": trace["crashed_at"],
+                           "pass": target.n, "phase": target.phase, "done": _applied(probe), "t": self.t()})
+                self.emit({"event": "restart", "n": len(self.plan.targets), "t": self.t()})
+                continue
+            target.outcome = "run ended first" if code == 0 else "worker failed"
+            if code != 0:
+                self.failures.append(code)
+            return
+
+    def _spawn(self, data_dir: Path, log: Any, target: Target | None) -> subprocess.Popen[bytes]:
+        cmd = [sys.executable, "-m", settings_module.PACKAGE, "run", "--data-dir", str(data_dir)]
+        self.worker = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=log, stderr=log,
+                                       env=worker_env(data_dir, target))
+        return self.worker
+
+    def _wait(self, proc: subprocess.Popen[bytes], probe: sqlite3.Connection, *, measure_from: int | None) -> int:
+        """Until the worker exits; ``measure_from``: time its recovery (start -> first new effect)."""
+        spawned = time.monotonic()
+        while proc.poll() is None:
+            if measure_from is not None and _applied(probe) > measure_from:
+                self.recovery_ms.append(round((time.monotonic() - spawned) * 1000, 1))
+                measure_from = None
+            time.sleep(POLL_S)
+        return int(proc.returncode)
+
+    # ------------------------------------------------------------ the report
+    def _report(self, ctx: Context, data_dir: Path, records: list[dict[str, Any]], expected: set[tuple[str, str]],
+                oracles: list[subprocess.Popen[bytes]], wall_s: float) -> dict[str, Any]:
+        strategy = ctx.strategy
+        checked = verify(data_dir, expected)
+        calls = effects.summary(data_dir, self.ctx.settings)
+        state = strategy.status(ctx)
+        coverage = self.plan.coverage()
+        missed = self.plan.missed()
+        kills = coverage["crashes"]
+        report = {
+            "strategy": strategy.NAME, "records": len(records), "expected_effects": len(expected),
+            "kills": kills, "kills_requested": kills + len(missed),
+            "signal": "SIGKILL", "seed": self.seed, "workers": 1, "hosts": 1, "work_ms": self.work_ms,
+            "batch_size": self.ctx.settings.batch_size, "fail_rate": self.fail_rate, **checked,
+            "effect_kind": calls["effect_kind"], "plain_policy": calls["plain_policy"], "promise": calls["promise"],
+            "in_doubt": calls["in_doubt"], "in_doubt_ids": calls["in_doubt_ids"],
+            "possible_duplicates": calls["possible_duplicates"],
+            "redone_work_per_kill": round(max(0, checked["requests"] - len(expected)) / max(kills, 1), 1),
+            "recovery_ms": {"p50": percentile(self.recovery_ms, 0.5), "p95": percentile(self.recovery_ms, 0.95),
+                            "max": max(self.recovery_ms) if self.recovery_ms else None},
+            "throughput": round(len(records) / wall_s, 1) if wall_s > 0 else None, "wall_s": round(wall_s, 3),
+            "graceful_exits": [], "worker_failures": self.failures,
+            "incomplete_records": state["total"] - state["done"], "kills_landed": kills, "aim": None,
+            "kills_by_window": {UNAIMED: kills} if kills else {}, "windows_not_reached": missed,
+            "data_dir": str(data_dir), "sweep": coverage, **self.extra,
+        }
+        extras = getattr(strategy, "drill_report", None)
+        if extras is not None:
+            report.update(extras(ctx))
+        report["failures"] = judge(ctx, self.ctx.settings, data_dir, report, expected, records, oracles, state)
+        report["ok"] = report["failures"] == []
+        self.emit({"event": "report", **report})
+        return report
+
+
+def _trace(data_dir: Path, pid: int) -> dict[str, Any] | None:
+    """What a worker reported about its points (faults.py), if it got to write it."""
+    try:
+        doc = json.loads((data_dir / POINTS_DIR / f"{pid}.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    return doc if isinstance(doc, dict) else None
