@@ -33,14 +33,22 @@ from ..runtime.store import STATE_DB
 from ..runtime.strategy import Context
 from .durability import PROBE_ENV, Probe
 from .judge import INPUT_FILE, ORACLE_CLOCK_SHIFT_S, PROBE_DIR, judge, start_oracle
-from .runner import EXTERNAL_DIR_ENV, POLL_S, UNAIMED, Drill, fresh_data_dir, percentile
+from .progress import POLL_S
+from .report_data import percentile
+from .runner import fresh_data_dir
+from .workers import EXTERNAL_DIR_ENV
 from .sweep_plan import SweepPlan, Target
 
 #: Where every worker reports the points it passed (faults.py, ``<PKG>_DRILL_POINTS``).
 POINTS_DIR = "drill-points"
 
-#: The effects applied so far, read from external.db (the timed drill's probe).
-_applied = Drill._applied
+#: A kill's label when it was not aimed at a named window (the timed drill's word for it).
+UNAIMED = "unaimed"
+
+
+def _applied(probe: sqlite3.Connection) -> int:
+    """The effects applied so far: only ever inserted, so MAX(rowid) is their count, in O(1)."""
+    return int(probe.execute("SELECT COALESCE(MAX(rowid), 0) FROM effects").fetchone()[0])
 #: ``prepare(ctx)`` fills the fresh data directory and returns the records the run must complete.
 Prepare = Callable[[Context], list[dict[str, Any]]]
 
