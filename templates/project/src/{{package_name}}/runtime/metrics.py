@@ -22,6 +22,8 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from ..settings import INPUT_SOURCE
+
 PREFIX = "continuity_"
 #: A batch job's textfile is rewritten this often while it runs (and once more at the end).
 TEXTFILE_EVERY_S = 15.0
@@ -31,6 +33,8 @@ LATENCY_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0,
 RECOVERY_BUCKETS = (0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 120.0, 300.0, 600.0)
 #: Calls redone per recovery (a count, not a time).
 REDONE_BUCKETS = (0, 1, 2, 5, 10, 20, 50, 100, 200, 500, 1000, 5000)
+CALL_ACTIONS = ("sent", "resent", "looked_up", "held_in_doubt")
+TAKEOVER_REASONS = ("owner_dead", "lease_expired")
 QUEUE_AGE_BUCKETS = (0.01, 0.05, 0.1, 0.5, 1.0, 5.0, 10.0, 30.0, 60.0, 300.0, 900.0, 3600.0)
 
 
@@ -68,6 +72,7 @@ class _Metrics:
         import prometheus_client as pc
         from prometheus_client.core import GaugeMetricFamily
 
+        pc.disable_created_metrics()  # the *_created series: noise for this job's alerts
         self.registry = registry = pc.CollectorRegistry()
         pc.ProcessCollector(registry=registry)
         pc.PlatformCollector(registry=registry)
@@ -90,10 +95,10 @@ class _Metrics:
                                         LATENCY_BUCKETS)
         self.failures = counter("checkpoint_failures", "Commits (checkpoints) that failed: the store's error.")
         self.in_a_row = gauge("checkpoint_consecutive_failures", "Failed commits since the last one that succeeded.")
-        self.recoveries = counter("recoveries", "Recoveries of work a killed worker left: succeeded at its first "
-                                  "commit, failed when run ended with an error before it.", ("outcome",))
+        self.recoveries = counter("recoveries", "Recoveries of work a killed worker left: succeeded when its first "
+                                  "work is committed done, failed when run ended with an error before.", ("outcome",))
         self.recovery_seconds = histogram("recovery_duration_seconds",
-                                          "From the start of run to the first commit of a recovery.", RECOVERY_BUCKETS)
+                                          "From the start of run to the first work a recovery committed done.", RECOVERY_BUCKETS)
         self.redone = histogram("recovery_redone_calls", "External calls redone (re-sent, looked up or held in "
                                 "doubt) per recovery.", REDONE_BUCKETS)
         self.calls = counter("external_calls", "External calls by what the worker did: sent, resent after a crash, "
@@ -108,9 +113,16 @@ class _Metrics:
                                           "written (compare with the grace period).", RECOVERY_BUCKETS)
         self.progress = gauge("last_progress_timestamp_seconds",
                               "When the worker last made progress (a commit, or an idle turn of its loop).")
-        self.queue_messages = gauge("queue_messages_ready", "Messages ready in the input queue (last seen).")
-        self.queue_age = histogram("queue_message_age_seconds", "Queue lag: from a message's publication (its "
-                                   "timestamp property) to the consumer taking it.", QUEUE_AGE_BUCKETS)
+        if INPUT_SOURCE == "rabbitmq":
+            self.queue_messages = gauge("queue_messages_ready", "Messages ready in the input queue (last seen).")
+            self.queue_age = histogram("queue_message_age_seconds", "Queue lag: from a message's publication "
+                                       "(its timestamp property) to the consumer taking it.", QUEUE_AGE_BUCKETS)
+        # Every label value from the start: a series that appears only at its first event hides the
+        # first increase from rate() and increase(), and the alerts' ratios.
+        for family, values in ((self.recoveries, ("succeeded", "failed")), (self.takeovers, TAKEOVER_REASONS),
+                               (self.calls, CALL_ACTIONS), (self.shutdowns, ("within_grace", "grace_expired"))):
+            for value in values:
+                family.labels(value)
         for name, value, doc in (("lease_seconds", settings.lease_s, "The lease (lease_s) this worker runs with."),
                                  ("grace_period_seconds", settings.grace_period_s, "The grace period (grace_period_s)."),
                                  ("store_outage_limit_seconds", settings.store_outage_s,
@@ -144,6 +156,11 @@ class _Metrics:
     # ---- the hooks (on)
     def on_records_done(self, n: int) -> None:
         self.records.inc(n)
+        if self.recovery is not None and n:  # the first work committed since: the recovery succeeded
+            self.recoveries.labels("succeeded").inc()
+            self.recovery_seconds.observe(time.monotonic() - self.run_began)
+            self.redone.observe(self.recovery[0])
+            self.recovery = None
 
     def on_checkpoint(self, seconds: float | None = None) -> None:
         self.commits.inc()
@@ -151,11 +168,6 @@ class _Metrics:
             self.commit_seconds.observe(seconds)
         self.in_a_row.set(0)
         self._progressed()
-        if self.recovery is not None:
-            self.recoveries.labels("succeeded").inc()
-            self.recovery_seconds.observe(time.monotonic() - self.run_began)
-            self.redone.observe(self.recovery[0])
-            self.recovery = None
 
     def on_checkpoint_failed(self, exc: BaseException) -> None:
         if id(exc) == self.last_failure:  # seen by the transaction and again by the ride-out
