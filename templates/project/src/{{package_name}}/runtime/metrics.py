@@ -70,7 +70,7 @@ class _Metrics:
 
     def __init__(self, settings: Any, in_doubt: Callable[[], int] | None) -> None:
         import prometheus_client as pc
-        from prometheus_client.core import GaugeMetricFamily
+        from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 
         pc.disable_created_metrics()  # the *_created series: noise for this job's alerts
         self.registry = registry = pc.CollectorRegistry()
@@ -101,8 +101,9 @@ class _Metrics:
                                           "From the start of run to the first work a recovery committed done.", RECOVERY_BUCKETS)
         self.redone = histogram("recovery_redone_calls", "External calls redone (re-sent, looked up or held in "
                                 "doubt) per recovery.", REDONE_BUCKETS)
-        self.calls = counter("external_calls", "External calls by what the worker did: sent, resent after a crash, "
-                             "looked_up (queryable service) or held_in_doubt (plain call, at most once).", ("action",))
+        #: Counted as plain ints (read at each scrape, below): this is the one hook a record passes per
+        #: external call, and an int needs no lock (only the worker's thread adds to it).
+        self.call_counts = dict.fromkeys(CALL_ACTIONS, 0)
         self.takeovers = counter("lease_takeovers", "Units taken over from a holder found dead or silent past its "
                                  "lease.", ("reason",))
         self.outages = counter("store_outages", "Times the state store became unreachable (ridden out or not).")
@@ -120,7 +121,7 @@ class _Metrics:
         # Every label value from the start: a series that appears only at its first event hides the
         # first increase from rate() and increase(), and the alerts' ratios.
         for family, values in ((self.recoveries, ("succeeded", "failed")), (self.takeovers, TAKEOVER_REASONS),
-                               (self.calls, CALL_ACTIONS), (self.shutdowns, ("within_grace", "grace_expired"))):
+                               (self.shutdowns, ("within_grace", "grace_expired"))):
             for value in values:
                 family.labels(value)
         for name, value, doc in (("lease_seconds", settings.lease_s, "The lease (lease_s) this worker runs with."),
@@ -145,6 +146,12 @@ class _Metrics:
                                       "How long the state store has been unreachable (0: reachable).")
                 g.add_metric([], 0.0 if began is None else time.monotonic() - began)
                 yield g
+                c = CounterMetricFamily(PREFIX + "external_calls", "External calls by what the worker did: sent, "
+                                        "resent after a crash, looked_up (queryable service) or held_in_doubt "
+                                        "(plain call, at most once).", labels=("action",))
+                for action, n in list(self.call_counts.items()):
+                    c.add_metric([action], float(n))
+                yield c
                 if in_doubt_read is not None:
                     d = GaugeMetricFamily(PREFIX + "external_calls_in_doubt",
                                           "Plain calls in doubt after a crash, waiting for a person (reconcile).")
@@ -177,7 +184,7 @@ class _Metrics:
         self.in_a_row.inc()
 
     def on_call(self, action: str) -> None:
-        self.calls.labels(action).inc()
+        self.call_counts[action] += 1
         if action != "sent":
             self._recovering()[0] += 1
 
@@ -291,6 +298,21 @@ def _bind(live: _Metrics) -> None:
         write_textfile()  # the process exits next, without a finally
 
     grace_expired = expired
+
+
+def disable() -> None:
+    """Every hook back to the empty function (the server, if any, keeps serving the last values):
+    benchmarks/bench_metrics.py compares on and off in one process."""
+    global records_done, checkpoint, checkpoint_failed, call, takeover, store_unreachable, beat
+    global queue_taken, queue_ready, grace_expired
+    records_done = checkpoint = checkpoint_failed = call = takeover = store_unreachable = beat = _off
+    queue_taken = queue_ready = grace_expired = _off
+
+
+def enable_again() -> None:
+    """The hooks of the metrics started before (after :func:`disable`)."""
+    if _live is not None:
+        _bind(_live)
 
 
 def run_ended(code: int | None, stop_requested_at: float | None = None) -> None:
