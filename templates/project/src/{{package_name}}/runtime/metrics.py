@@ -272,13 +272,14 @@ def start(settings: Any, *, port: int = 0, address: str = "127.0.0.1", textfile:
     if not port and not textfile:
         return
     if _live is None:
-        _live = _Metrics(settings, in_doubt)
-        _bind(_live)
+        live = _Metrics(settings, in_doubt)
         if port:
             from .metrics_server import serve
 
-            bound = serve(_live.registry, _live.healthy, address, port)
+            bound = serve(live.registry, live.healthy, address, port)  # JobError: nothing is turned on
             print(f"metrics on http://{bound}/metrics (liveness: /healthz)", file=sys.stderr, flush=True)
+        _live = live
+        _bind(live)
     else:
         _live.run_began = time.monotonic()
     if textfile and not _textfile:
