@@ -97,8 +97,8 @@ class _Metrics:
         self.in_a_row = gauge("checkpoint_consecutive_failures", "Failed commits since the last one that succeeded.")
         self.recoveries = counter("recoveries", "Recoveries of work a killed worker left: succeeded when its first "
                                   "work is committed done, failed when run ended with an error before.", ("outcome",))
-        self.recovery_seconds = histogram("recovery_duration_seconds",
-                                          "From the start of run to the first work a recovery committed done.", RECOVERY_BUCKETS)
+        self.recovery_seconds = histogram("recovery_duration_seconds", "From the start of run to the first work "
+                                          "a recovery committed done.", RECOVERY_BUCKETS)
         self.redone = histogram("recovery_redone_calls", "External calls redone (re-sent, looked up or held in "
                                 "doubt) per recovery.", REDONE_BUCKETS)
         #: Counted as plain ints (read at each scrape, below): this is the one hook a record passes per
@@ -124,8 +124,8 @@ class _Metrics:
                                (self.shutdowns, ("within_grace", "grace_expired"))):
             for value in values:
                 family.labels(value)
-        for name, value, doc in (("lease_seconds", settings.lease_s, "The lease (lease_s) this worker runs with."),
-                                 ("grace_period_seconds", settings.grace_period_s, "The grace period (grace_period_s)."),
+        for name, value, doc in (("lease_seconds", settings.lease_s, "The lease (lease_s) of this worker."),
+                                 ("grace_period_seconds", settings.grace_period_s, "The grace period, grace_period_s."),
                                  ("store_outage_limit_seconds", settings.store_outage_s,
                                   "How long an unreachable store is ridden out (store_outage_s).")):
             gauge(name, doc).set(float(value))
