@@ -5,7 +5,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed-stamp
 
-.PHONY: run test soak setup postgres java rabbitmq lazyfs bench docs typecheck clean
+.PHONY: run test soak setup postgres java rabbitmq prometheus lazyfs bench docs typecheck clean
 
 # Re-install only when the project's dependencies change.
 $(STAMP): pyproject.toml
@@ -43,6 +43,15 @@ rabbitmq:
 	   && (service rabbitmq-server stop >/dev/null 2>&1 || true)) \
 	  || echo "warning: RabbitMQ could not be installed; the queue-input tests will fail"; fi
 
+# Prometheus serves the generated projects' alert tests: promtool checks and unit-tests deploy/prometheus/
+# alerts.yml, and one end-to-end test starts the server itself on a loopback port (never the service).
+prometheus:
+	@if command -v promtool >/dev/null 2>&1 && command -v prometheus >/dev/null 2>&1; then :; \
+	else echo "installing Prometheus (apt: prometheus, which brings promtool; its service is not started)"; \
+	  (apt-get update -qq && RUNLEVEL=1 DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends prometheus >/dev/null \
+	   && (service prometheus stop >/dev/null 2>&1 || true)) \
+	  || echo "warning: Prometheus could not be installed; the alert-rule tests will fail"; fi
+
 # LazyFS (a FUSE filesystem that drops un-fsynced writes on command) serves the power-loss tests. Found by
 # the mount manager itself ($$LAZYFS_BIN, PATH, /usr/local/bin, .lazyfs/bin); else built from
 # ../shared/third_party/lazyfs when that folder exists (~2.5 min on 2 cores; into /usr/local as root,
@@ -57,7 +66,7 @@ lazyfs:
 	$(PYTHON) "$(LAZYFS_PY)" >/dev/null || { $(PYTHON) "$(LAZYFS_PY)"; \
 	  echo "warning: LazyFS cannot run here; the power-loss tests will be skipped"; }
 
-test: setup postgres java rabbitmq lazyfs
+test: setup postgres java rabbitmq prometheus lazyfs
 	$(BIN)/python -m pytest -n 2 -q $(PYTEST_ARGS)
 
 # Many seeds of every drill mode (hours on 2 cores): the tests marked soak, left out of `make test`.

@@ -31,6 +31,15 @@ KILL_WINDOWS: tuple[tuple[str, tuple[str, ...], str], ...] = (
     ("work_shape", ("single_task",), "in the middle of the task, after its first effect"),
 )  # fmt: skip
 DRILL_RECORDS, DRILL_KILLS = 2000, 10
+# The generated project's alerts (deploy/prometheus/alerts.yml) that page on the incident an answer
+# points at: (question, values, alert, the incident). CheckpointsFailing and RecoverySuccessLow page
+# on every project.
+ALERTS: tuple[tuple[str, tuple[str, ...], str, str], ...] = (
+    ("external_effects", ("plain_api",), "CallsInDoubtWaiting", "a plain call left in doubt by a crash"),
+    ("unit_vs_notice", ("longer_than_notice",), "UnitStuckPastLease", "a unit that stops making progress"),
+    ("workers", ("many",), "StateStoreUnreachable", "the shared state store gone"),
+    ("recovery_point_store", ("database",), "StateStoreUnreachable", "the state database gone"),
+)  # fmt: skip
 # Template settings that make a one-worker variant (the checkpoint's progress file): it runs one
 # worker per data directory and does not retry a failing service, so the drill gets neither
 # --workers nor --fail-rate (the generated drill would refuse them). Which settings the answers
@@ -240,6 +249,8 @@ def verification_plan(
             f"Send SIGTERM instead of SIGKILL{on_reference}: every stop records its progress and exits 0 within the"
             " grace period."
         )
+    if target.id in _generated():
+        steps.append(_alert_step(answers, single_worker))
     # The queries that prove it: spelled out for controls the record does not print a check for,
     # referred to by finding number for the others.
     queries = [(c, q) for c in to_build for q in _SQL.findall(c.how_to_check)[:1]]
@@ -253,3 +264,13 @@ def verification_plan(
 
 
 _SQL = re.compile(r"`(SELECT (?:(?!\.\.\.)[^`])+? FROM (?:(?!\.\.\.)[^`])+)`")  # a whole query, no "..." placeholders
+
+
+def _alert_step(answers: Mapping[str, str], single_worker: bool) -> str:
+    """Which of the generated alerts would have paged on this incident (deploy/prometheus/alerts.yml)."""
+    named = {alert: why for qid, values, alert, why in ALERTS if answers.get(qid) in values
+             and not (single_worker and alert == "StateStoreUnreachable")}  # the file variant has no store
+    this = "; ".join(f"`{alert}` ({why})" for alert, why in named.items())
+    return ("In production, page on the generated `deploy/prometheus/alerts.yml` (`make deploy-check` tests it):"
+            " `CheckpointsFailing` and `RecoverySuccessLow` for every job"
+            + (f"; this incident would have fired {this}." if this else "."))

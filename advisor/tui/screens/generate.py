@@ -131,6 +131,10 @@ class GenerateScreen(Screen[None]):
             files = preview(strategy, answers)
             text = Text(f"Files it will write ({len(files)}):\n", style="bold")
             text.append(", ".join(files))
+            deploy = [f for f in files if f.startswith("deploy/") or f == "Dockerfile"]
+            if deploy:  # what production needs: manifests, the unit, the image, the alert rules
+                text.append("\nDeploy files: ", style="bold")
+                text.append(", ".join(deploy))
         except Exception as exc:  # a bad answer: the template says why
             text = Text.assemble(("Preview: ", "bold red"), str(exc))
         self.app.call_from_thread(self.query_one("#gen-preview", Static).update, text)

@@ -25,12 +25,12 @@ from pathlib import Path
 from .drill import command as drill_module
 from .runtime import outage, probe_hook
 from .ops import reset as reset_module
-from .runtime import effects
+from .runtime import effects, metrics
 from .ops import reconcile
 from . import settings as settings_module
 from .ops import status as status_module
 from .runtime import submission
-from .runtime.arguments import fraction, non_negative_float, positive_int
+from .runtime.arguments import fraction, non_negative_float, port_number, positive_int
 from .runtime.errors import EXIT_OK, EXIT_USAGE, JobError
 from .job import demo_records
 from .runtime.safe_read import INPUT_FORMATS
@@ -75,6 +75,14 @@ def build_parser(strategy: object) -> argparse.ArgumentParser:
     p.add_argument("--limit", type=positive_int, default=None,
                    help="stop after checkpointing about this many records (a slice; for tests and canaries)"
                         + ("; the queue is not consumed then" if settings_module.INPUT_SOURCE == "rabbitmq" else ""))
+    p.add_argument("--metrics-port", type=port_number, default=None, metavar="PORT",
+                   help="serve Prometheus metrics on http://ADDRESS:PORT/metrics and a liveness probe on /healthz "
+                        "(default: off; the METRICS_PORT setting)")
+    p.add_argument("--metrics-address", default=None, metavar="ADDRESS",
+                   help="the address to serve them on (default 127.0.0.1; 0.0.0.0 in a container)")
+    p.add_argument("--metrics-file", default=None, metavar="PATH",
+                   help="also write them to PATH, atomically, every 15 s and at exit (a batch job; node_exporter's "
+                        "textfile collector)")
     if settings_module.INPUT_SOURCE == "rabbitmq":
         p.add_argument("--follow", action="store_true",
                        help="keep consuming the queue when it is empty (without it, run exits 0 once the queue "
@@ -161,6 +169,8 @@ def cmd_run(args: argparse.Namespace, ctx: Context) -> int:
     watched = probe_hook.observer  # a drilled worker: it tells the drill how its run ended
     if watched is not None:
         watched.run_started(ctx)
+    start_metrics(args, ctx)
+    code: int | None = None
     try:
         if settings_module.INPUT_SOURCE == "rabbitmq" and args.limit is None:  # the queue is the input
             from .runtime import amqp_input
@@ -175,9 +185,19 @@ def cmd_run(args: argparse.Namespace, ctx: Context) -> int:
         code = outage.ride_out(work, shutdown, ctx.settings.store_outage_s)
     finally:
         shutdown.cancel()
+        metrics.run_ended(code, shutdown.requested_at)
     if watched is not None:
         watched.run_ended(ctx, shutdown.signal_name, code)
     return code
+
+
+def start_metrics(args: argparse.Namespace, ctx: Context) -> None:
+    """The options win over the settings (<PKG>_METRICS_PORT, ...); nothing happens when both are off."""
+    s = ctx.settings
+    in_doubt = (lambda: int(effects.summary(ctx.data_dir, s)["in_doubt"])) if effects.KIND == "plain" else None
+    metrics.start(s, port=s.metrics_port if args.metrics_port is None else args.metrics_port,
+                  address=args.metrics_address or s.metrics_address,
+                  textfile=s.metrics_file if args.metrics_file is None else args.metrics_file, in_doubt=in_doubt)
 
 
 def cmd_status(args: argparse.Namespace, ctx: Context) -> int:

@@ -42,3 +42,14 @@ def fraction(text: str) -> float:
     if value >= 1:
         raise argparse.ArgumentTypeError(f"{text} must be below 1")
     return value
+
+
+def port_number(text: str) -> int:
+    """A TCP port, 0..65535 (0: off, for --metrics-port)."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a port number") from None
+    if not 0 <= value <= 65535:
+        raise argparse.ArgumentTypeError(f"{text} is not a port number (0-65535)")
+    return value

@@ -43,7 +43,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from . import faults
+from . import faults, metrics
 from .errors import InDoubt, TransientError
 from .external import ExternalService
 from ..settings import EFFECT_KIND, PLAIN_POLICY, Settings
@@ -170,6 +170,7 @@ class Effects:
              recovering: bool | None = None) -> dict[str, Any]:
         if KIND == "idempotent":
             # Re-sent after a kill with the same key: the service acknowledges, never applies twice.
+            metrics.call("resent" if recovering else "sent")
             return self._send_once(record_id, step, key, payload)
         if KIND == "queryable":
             return self._queryable(record_id, step, key, payload, recovering)
@@ -191,9 +192,11 @@ class Effects:
                 self.ledger.sending(key, record_id, step, payload)
             recovering = row is not None
         if recovering or key in self._doubted:
+            metrics.call("looked_up")
             found = self.external.lookup(key)
             if found is not None:
                 return found
+        metrics.call("sent")
         try:
             return self._send_once(record_id, step, key, payload)
         except InDoubt:
@@ -205,6 +208,7 @@ class Effects:
         row = self.ledger.get(key)
         if row is None:  # a fresh call: recorded before it is sent
             self.ledger.sending(key, record_id, step, payload)
+            metrics.call("sent")
             return self._send(record_id, step, key, payload, None)
         status = row["status"]
         if status == "applied":  # a person said it got through
@@ -213,15 +217,18 @@ class Effects:
             # In doubt: sent again, and counted as a possible duplicate.
             before = dict(row)
             self.ledger.set(row, "resent", sends=row["sends"] + 1, doubt=True)
+            metrics.call("resent")
             return self._send(record_id, step, key, payload, before)
         if status in ("sending", "releasing", "in_doubt"):
             # At most once: never re-sent by the job; listed for a person (reconcile).
             if status != "in_doubt":
                 self.ledger.set(row, "in_doubt", doubt=True)
+                metrics.call("held_in_doubt")
             return {"status": "in_doubt", "record_id": record_id, "step": step, "call_key": key}
         if status == "not_applied":  # a person said it never got through: send it now
             before = dict(row)
             self.ledger.set(row, "releasing", sends=row["sends"] + 1)
+            metrics.call("sent")  # a person's answer, not a crash: no recovery
             answer = self._send(record_id, step, key, payload, before)
             self.ledger.set(row, "released")
             return answer

@@ -28,7 +28,7 @@ import sys
 import time
 from collections.abc import Callable
 
-from . import probe_hook, store
+from . import metrics, probe_hook, store
 from .errors import EXIT_OK, EXIT_STORE_UNAVAILABLE, JobError, StoreUnavailable
 from ..settings import ENV_PREFIX
 from .shutdown import Shutdown
@@ -76,6 +76,7 @@ def _wait(seconds: float, shutdown: Shutdown, clock: Callable[[], float],
     """Sleep ``seconds`` unless a shutdown is requested; False if it was."""
     until = clock() + seconds
     while not shutdown.requested:
+        metrics.beat()  # waiting on purpose: alive (the outage has its own gauge and alert)
         left = until - clock()
         if left <= 0:
             return True
@@ -92,6 +93,7 @@ def _tell_probe() -> None:
 
 def _back(outage: Outage, log: Callable[[str], None], clock: Callable[[], float]) -> Callable[[], None]:
     def back() -> None:
+        metrics.store_unreachable(None)
         log(f"state store reachable again after {clock() - outage.began:.1f} s; "
             f"resumed from the committed state")
     return back
@@ -112,8 +114,10 @@ def ride_out(attempt: Callable[[], int], shutdown: Shutdown, limit_s: float, *,
         except StoreUnavailable as exc:
             now = clock()
             _tell_probe()
+            metrics.checkpoint_failed(exc)  # once per error (the transaction may have counted it)
             if outage is None or store.commits() != outage.commits:
                 outage = Outage(limit_s, now, rng)
+                metrics.store_unreachable(now)
                 log(f"{str(exc).rstrip('.')}; retrying for up to {limit_s:g} s")
                 store.after_next_commit(_back(outage, log, clock))
             pause = None if shutdown.requested else outage.next_pause(now)

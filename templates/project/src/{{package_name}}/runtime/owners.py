@@ -38,6 +38,7 @@ import os
 import socket
 from pathlib import Path
 
+from . import metrics
 from ..settings import ENV_PREFIX
 
 #: Set it to give this process's machine an explicit id (``<PKG>_HOST_ID=web-2``).
@@ -99,7 +100,16 @@ def owner_id() -> str:
 def owner_gone(owner: str | None, heartbeat: float, *, lease_s: float, now: float) -> bool:
     """True when the row's holder is silent for longer than the lease, or certainly dead."""
     if heartbeat < now - lease_s:
+        metrics.takeover("lease_expired")  # runtime/metrics.py: lease takeovers
         return True
+    if _holder_dead(owner):
+        metrics.takeover("owner_dead")
+        return True
+    return False
+
+
+def _holder_dead(owner: str | None) -> bool:
+    """Certainly dead: it ran on this host, in this boot, and its pid is gone or reused."""
     parts = (owner or "").split(":")
     if len(parts) == 2:  # written before start times were recorded: <hostname>:<pid>
         host, pid, recorded = parts[0], parts[1], None

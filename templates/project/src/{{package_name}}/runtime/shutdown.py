@@ -18,9 +18,11 @@ from __future__ import annotations
 import os
 import signal
 import threading
+import time
 from pathlib import Path
 from types import FrameType
 
+from . import metrics
 from .errors import EXIT_GRACE_EXPIRED
 from ..settings import ENV_PREFIX
 
@@ -34,6 +36,8 @@ class Shutdown:
         self.grace_period_s = grace_period_s
         self.requested = False
         self.signal_name: str | None = None
+        #: time.monotonic() of the first signal (metrics: how long the stop took)
+        self.requested_at: float | None = None
         self._watchdog: threading.Timer | None = None
 
     def install(self) -> Shutdown:
@@ -53,7 +57,7 @@ class Shutdown:
             # os.write and os._exit are safe inside a signal handler; print() is not.
             os.write(2, f"{name} again: exiting now without a final checkpoint\n".encode())
             os._exit(128 + signum)
-        self.requested, self.signal_name = True, name
+        self.requested, self.signal_name, self.requested_at = True, name, time.monotonic()
         os.write(2, f"{name}: finishing the current record, then writing the final checkpoint "
                     f"(grace period {self.grace_period_s:g} s)\n".encode())
         self._watchdog = threading.Timer(self.grace_period_s, self._expire)
@@ -62,6 +66,7 @@ class Shutdown:
 
     def _expire(self) -> None:
         os.write(2, b"grace period expired before a safe point: exiting now\n")
+        metrics.grace_expired()  # counted, and a batch job's textfile written: no finally runs
         os._exit(EXIT_GRACE_EXPIRED)
 
     def cancel(self) -> None:

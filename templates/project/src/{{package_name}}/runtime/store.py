@@ -29,12 +29,13 @@ from __future__ import annotations
 
 import os
 import sqlite3
+import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from . import faults, probe_hook
+from . import faults, metrics, probe_hook
 from .errors import StoreError, StoreUnavailable, redact
 from ..settings import PACKAGE, Settings
 
@@ -70,11 +71,12 @@ def after_next_commit(callback: Callable[[], None]) -> None:
     _after_next_commit = callback
 
 
-def note_commit() -> None:
-    """Count a successful commit (Store.transaction does; a strategy that commits through
-    another library, event sourcing, calls it after its own commits)."""
+def note_commit(seconds: float | None = None) -> None:
+    """Count a successful commit (Store.transaction does, with its duration; a strategy that
+    commits through another library, event sourcing, calls it after its own commits)."""
     global _commits, _after_next_commit
     _commits += 1
+    metrics.checkpoint(seconds)
     if _after_next_commit is not None:
         callback, _after_next_commit = _after_next_commit, None
         callback()
@@ -196,10 +198,13 @@ class Store:
     def transaction(self) -> Iterator[Store]:
         """One atomic unit. SQLite: BEGIN IMMEDIATE takes the write lock up front, so two
         workers never both read-then-write the same row (no lock upgrade deadlock)."""
+        began = time.perf_counter()
         self.execute("BEGIN IMMEDIATE" if self.dialect == "sqlite" else "BEGIN")
         try:
             yield self
-        except BaseException:
+        except BaseException as exc:
+            if isinstance(exc, StoreError):
+                metrics.checkpoint_failed(exc)  # runtime/metrics.py: two in a row is an alert
             try:
                 self.conn.execute("ROLLBACK")  # explicit: the connection is in autocommit mode
             except Exception:
@@ -212,8 +217,12 @@ class Store:
             if probe_hook.observer is not None and self.dialect == "postgresql":
                 probe_hook.observer.committing(self)  # the drill reads what this COMMIT runs with
             faults.point("commit")  # a crash point of the drill's sweep (faults.py); nothing when not drilled
-            self.execute("COMMIT")
-            note_commit()
+            try:
+                self.execute("COMMIT")
+            except StoreError as exc:
+                metrics.checkpoint_failed(exc)
+                raise
+            note_commit(time.perf_counter() - began)
 
     def _lost(self) -> bool:
         """True when the PostgreSQL connection is closed or broken (psycopg's flags)."""

@@ -15,7 +15,7 @@ import uuid
 from typing import Any
 
 from .. import job
-from ..runtime import effects, faults
+from ..runtime import effects, faults, metrics
 from ..runtime.errors import BadRecord, CorruptStateError, StateVersionError, TransientError
 from ..runtime.external import ExternalService
 from ..runtime.owners import owner_gone, owner_id
@@ -237,6 +237,7 @@ class Worker:
         except _LostRace:
             return False
         faults.window("after_commit_before_next_batch")
+        metrics.records_done(len(outputs))  # runtime/metrics.py
         state.update(new_state)
         return True
 

@@ -36,7 +36,7 @@ from pathlib import Path
 from typing import Any
 
 from .. import job
-from ..runtime import correlation, effects, faults
+from ..runtime import correlation, effects, faults, metrics
 from ..runtime.errors import CorruptStateError, JobError, TransientError
 from ..runtime.safe_read import MAX_STATE_BYTES, read_bytes
 from ..runtime.shutdown import Shutdown
@@ -180,6 +180,7 @@ def _work(ctx: Context, shutdown: Shutdown, limit: int | None, payload: dict[str
                      job_state=functools.reduce(job.fold, outputs, state["job_state"]))  # job.py's fold
         save_checkpoint(ctx.data_dir, state)
         faults.window("after_checkpoint_before_next_batch")
+        metrics.records_done(len(outputs))  # runtime/metrics.py
         processed += len(outputs)
     if shutdown.requested:
         log(f"{shutdown.signal_name}: final checkpoint written at offset {offset}, exiting 0")

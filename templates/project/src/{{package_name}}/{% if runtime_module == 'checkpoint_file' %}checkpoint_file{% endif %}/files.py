@@ -11,11 +11,12 @@ import hashlib
 import json
 import os
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
 from .. import job
-from ..runtime import faults
+from ..runtime import faults, metrics
 from ..runtime.errors import CorruptStateError
 from ..runtime.safe_read import read_json
 from ..runtime.state import StateCodec
@@ -81,6 +82,7 @@ def checksum(body: str) -> str:
 
 def save_checkpoint(data_dir: Path, state: dict[str, Any]) -> None:
     """Write a new generation; the current one becomes the previous one."""
+    began = time.perf_counter()
     body = PROGRESS.dumps(state)
     doc = json.dumps({"sha256": checksum(body), "body": body})
     tmp = data_dir / (CHECKPOINT_FILE + ".tmp")
@@ -96,6 +98,7 @@ def save_checkpoint(data_dir: Path, state: dict[str, Any]) -> None:
         faults.window("between_renames")
     os.replace(tmp, current)
     _fsync_dir(data_dir)
+    metrics.checkpoint(time.perf_counter() - began)  # runtime/metrics.py: the commit latency
 
 
 def read_generation(path: Path) -> dict[str, Any]:

@@ -19,7 +19,7 @@ from eventsourcing.application import AggregateNotFoundError
 from eventsourcing.persistence import RecordConflictError
 
 from .. import job
-from ..runtime import faults
+from ..runtime import faults, metrics
 from ..runtime.errors import BadRecord, JobError
 from ..runtime.external import ExternalService
 from ..runtime.owners import owner_id
@@ -196,8 +196,9 @@ class Worker(EffectsSubscriber):
             self.log(f"task {row['task_id']} failed: {exc}")
         try:
             # One transaction for the batch (and its payments): all or nothing.
+            began = time.perf_counter()
             self.app.save(task, *payments)
-            note_commit()  # the library committed: an outage being ridden out is over (outage.py)
+            note_commit(time.perf_counter() - began)  # the library committed: an outage is over (outage.py)
         except RecordConflictError:
             # Another worker appended to this stream first: its events win, ours
             # are dropped (nothing was called), and we move to another stream.
@@ -205,6 +206,7 @@ class Worker(EffectsSubscriber):
             self.skip.add(row["task_id"])
             return 0
         faults.window(APPEND_WINDOW)
+        metrics.records_done(done)  # runtime/metrics.py
         if IDEMPOTENT and done:
             # The client acknowledges one batch late (like a consumer that commits its
             # offsets lazily): a kill makes it re-send the last batch, and every one of

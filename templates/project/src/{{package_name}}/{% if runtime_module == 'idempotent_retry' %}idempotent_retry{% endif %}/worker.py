@@ -17,7 +17,7 @@ from tenacity import (RetryCallState, Retrying, retry_if_exception_type, stop_af
                       wait_random_exponential)
 
 from .. import job
-from ..runtime import effects, faults
+from ..runtime import effects, faults, metrics
 from ..runtime.errors import BadRecord, CorruptStateError, StateVersionError, TransientError
 from ..runtime.external import ExternalService
 from ..runtime.owners import owner_gone, owner_id
@@ -183,6 +183,7 @@ class Worker:
             # is re-run whole either way, and the business key makes the rerun harmless.)
             claimed = self._claim_in_transaction() if self.claim_next and not self.shutdown.requested else None
         faults.window("after_commit_before_next_task")
+        metrics.records_done(1)  # runtime/metrics.py
         self.next_task = claimed
 
     def fail(self, task: dict[str, Any], reason: str, retries: int) -> None:

@@ -17,7 +17,7 @@ from typing import Any
 from tenacity import Retrying, retry_if_exception_type, stop_after_attempt, wait_random_exponential
 
 from .. import job
-from ..runtime import effects, faults
+from ..runtime import effects, faults, metrics
 from ..runtime.errors import BadRecord, CorruptStateError, StateVersionError, TransientError
 from ..runtime.external import ExternalService
 from ..runtime.owners import owner_gone, owner_id
@@ -216,6 +216,7 @@ class Orchestrator:
             elif final and self.claim_next and not self.shutdown.requested:
                 claimed = self._claim_in_transaction()
         self.next_order = claimed
+        metrics.records_done(1 if final and error is None else 0)  # runtime/metrics.py: an order done
         order.update(state=target, version=order["version"] + 1, error=error)
         if error:
             self.log(f"order {order_id} failed in {source!r}: {error}")

@@ -33,7 +33,7 @@ from typing import Any
 from .. import job
 from ..runtime.errors import BadRecord, JobError
 from ..runtime.external import ExternalService
-from ..runtime import effects, faults
+from ..runtime import effects, faults, metrics
 from ..runtime.store import Store
 
 SELECT_BATCH = "SELECT batch_id FROM stream_batches WHERE batch_id = ?"
@@ -120,6 +120,7 @@ class IdempotentSink:
         self.batches += 1
         self.records += len(records)
         faults.window("after_sink_commit")  # drill --aim after_sink_commit: Spark's commit log not yet written
+        metrics.records_done(len(records))  # runtime/metrics.py
 
     def _process(self, record: dict[str, Any]) -> dict[str, Any]:
         def effect(payload: Any, step: str = job.RECORD_STEP) -> dict[str, Any]:

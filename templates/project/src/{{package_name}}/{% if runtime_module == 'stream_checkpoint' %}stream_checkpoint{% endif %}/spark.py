@@ -39,6 +39,7 @@ from pathlib import Path
 from typing import Any
 
 from .. import settings as settings_module
+from ..runtime import metrics
 from ..runtime.errors import JobError
 from ..runtime.shutdown import Shutdown
 from .sink import IdempotentSink
@@ -132,6 +133,7 @@ def run_stream(ctx: Context, sink: IdempotentSink, shutdown: Shutdown, *, follow
         query = start_query(spark, ctx, sink.write, follow=follow)
         try:
             while query.isActive and not shutdown.requested:
+                metrics.beat()  # runtime/metrics.py: a streaming driver waiting for files is alive
                 query.awaitTermination(0.2)
             if shutdown.requested and query.isActive:
                 with sink.busy:  # the batch in hand reaches its commit first

@@ -13,7 +13,7 @@ from typing import Any
 
 from pika import exceptions as amqp_errors
 
-from .. import faults
+from .. import faults, metrics
 from ..errors import JobError, StoreError, redact
 from ..owners import owner_id
 from ..shutdown import Shutdown
@@ -107,6 +107,7 @@ class Consumer:
             self.outage_since, self.backoff = None, BACKOFF_S[0]  # connected: the outage (if any) is over
             quiet_since = time.monotonic()
             while not self.shutdown.requested:
+                metrics.beat()  # runtime/metrics.py: an idle consumer is alive (the liveness probe)
                 connection.process_data_events(time_limit=0 if self.pending else 0.05)
                 # Take what has arrived as one batch (up to the prefetch): fewer, larger work passes.
                 while inbox and len(inbox) < self.ctx.settings.amqp_prefetch:
@@ -151,6 +152,7 @@ class Consumer:
         The batch's submissions go in as ONE transaction on the consumer's own connection
         (the strategy's ``submit_many``), each still deduped by its own correlation id: one
         commit per batch, not one per message (the commit, not the SQL, is what costs)."""
+        metrics.queue_taken([props.timestamp for _, props, _ in batch])  # the queue lag, when published with one
         good: list[tuple[Any, str, list[dict[str, Any]], float]] = []
         events: list[tuple[str | None, str]] = []
         for method, props, body in batch:
@@ -259,6 +261,7 @@ class Consumer:
         unacked messages come back only then: wait for it (but not forever, other live
         consumers count too)."""
         ok = channel.queue_declare(self.queue, passive=True).method
+        metrics.queue_ready(ok.message_count)
         return ok.message_count == 0 and (ok.consumer_count <= 1 or quiet_s >= 10 * self.ctx.settings.amqp_idle_s)
 
 

@@ -7,6 +7,7 @@ The strategy modules hand these to the drill (strategy.py: ``drill_submit``, ``d
 from __future__ import annotations
 
 import json
+import time
 import uuid
 from pathlib import Path
 from typing import Any
@@ -48,7 +49,8 @@ def drill_submit(ctx: Context, records: list[dict[str, Any]], *, work_ms: float 
             cid = f"drill-{n:06d}"
             channel.basic_publish("", queue, json.dumps({"records": records[first:first + per], "work_ms": work_ms}),
                                   pika.BasicProperties(delivery_mode=pika.DeliveryMode.Persistent,
-                                                       correlation_id=cid, content_type="application/json"))
+                                                       correlation_id=cid, content_type="application/json",
+                                                       timestamp=int(time.time())))  # metrics: queue lag
             ids.append(cid)
             if len(ids) % 500 == 0:
                 channel.tx_commit()
