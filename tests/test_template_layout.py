@@ -51,7 +51,11 @@ ALLOWED = {
 }
 #: No module of the template's package over this many lines; the exceptions, with the reason.
 MAX_LINES = 400
-LONG_MODULES: dict[str, str] = {}
+LONG_MODULES: dict[str, str] = {
+    # One standard-library file on purpose: `make lazyfs` runs it as a script and the toolkit's
+    # power-loss tests load it by path, before any package is installed (docs/power-loss.md).
+    "drill/lazyfs.py": "one self-contained file: run as a script and loaded by path",
+}
 
 
 @pytest.fixture(scope="module")
