@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import shlex
 import signal
 import sys
 import textwrap
@@ -40,12 +41,14 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from .. import settings as settings_module
 from ..runtime import faults
 from ..runtime.arguments import fraction, non_negative_float, non_negative_int, positive_int
 from ..runtime.errors import JobError
 from ..runtime.strategy import Context
+from . import power_loss, shrink
 from . import schedule as schedule_module
-from . import shrink
+from .power_loss import summary_lines as power_lines
 from .report import summary
 from .runner import Drill
 from .sweep import run_sweep
@@ -134,10 +137,18 @@ def add_arguments(p: argparse.ArgumentParser, strategy: Any = None) -> None:
                    help="instead of kills at random moments, kill the worker at every persistence point in turn "
                         "(each commit, external call, file rename, window) of a prefix after each restart, then "
                         "at a seeded sample beyond it")
-    p.add_argument("--sweep-prefix", type=positive_int, default=PREFIX, metavar="N",
-                   help=f"--sweep: crash at the first N passes of each point after a restart (default {PREFIX})")
-    p.add_argument("--sweep-sample", type=non_negative_int, default=SAMPLE, metavar="M",
-                   help=f"--sweep: then M crashes at points drawn beyond the prefix (default {SAMPLE})")
+    p.add_argument("--sweep-prefix", type=positive_int, default=None, metavar="N",
+                   help=f"--sweep: crash at the first N passes of each point after a restart (default {PREFIX}; "
+                        f"--power-loss {power_loss.PREFIX})")
+    p.add_argument("--sweep-sample", type=non_negative_int, default=None, metavar="M",
+                   help=f"--sweep: then M crashes at points drawn beyond the prefix (default {SAMPLE}; "
+                        f"--power-loss {power_loss.SAMPLE})")
+    # The power-loss drill (power_loss.py): the sweep on LazyFS, un-fsynced writes dropped at every crash.
+    p.add_argument("--power-loss", action="store_true",
+                   help="the workers' data directory on LazyFS: every crash (at persistence points, as --sweep, "
+                        "and at random moments) is a power cut that drops what was not fsynced (needs LazyFS)")
+    p.add_argument("--random-cuts", type=non_negative_int, default=power_loss.RANDOM_CUTS, metavar="K",
+                   help=f"--power-loss: K more cuts at seeded moments (default {power_loss.RANDOM_CUTS})")
     # The upgrade drill (upgrade.py): a store an older release wrote, killed mid-run, continued by this code.
     p.add_argument("--upgrade-from", default=None, metavar="VERSION|FILE",
                    help="start from the store a release of that schema version left when killed mid-run "
@@ -198,7 +209,7 @@ def run_drill(args: argparse.Namespace, ctx: Context) -> int:
     if getattr(args, "save_upgrade_fixture", None) is not None:
         return save_upgrade_fixture(args, ctx)
     swept, upgrading = getattr(args, "sweep", False), getattr(args, "upgrade_from", None) is not None
-    if swept or upgrading:
+    if swept or upgrading or getattr(args, "power_loss", False):
         report = _crash_points(args, ctx)
     else:
         plan = schedule_from(args, ctx)
@@ -217,24 +228,50 @@ def run_drill(args: argparse.Namespace, ctx: Context) -> int:
     elif args.json:
         print(json.dumps(report, indent=2, sort_keys=True))
     else:
-        print("\n".join([summary(report), *upgrade_lines(report), *sweep_lines(report)]))
+        print("\n".join([summary(report), *upgrade_lines(report), *sweep_lines(report), *power_lines(report)]))
     return 0 if report["ok"] else 1
 
 
 def _crash_points(args: argparse.Namespace, ctx: Context) -> dict[str, Any]:
-    """--sweep / --upgrade-from: one worker at a time, killed at persistence points (sweep.py, upgrade.py)."""
+    """--sweep / --upgrade-from / --power-loss: one worker at a time, killed at persistence points (sweep.py,
+    upgrade.py, power_loss.py)."""
     shaped = [f for f in ("kills", "sigterm", "aim", "only", "replay") if getattr(args, f)]
     if shaped:
-        raise JobError(f"--sweep and --upgrade-from choose every crash themselves (SIGKILL at persistence points); "
-                       f"drop --{shaped[0]}")
+        raise JobError(f"--sweep, --upgrade-from and --power-loss choose every crash themselves (SIGKILL at "
+                       f"persistence points); drop --{shaped[0]}")
+    powered = getattr(args, "power_loss", False)
+    if powered and (args.sweep or args.upgrade_from is not None):
+        raise JobError("--power-loss sweeps the persistence points itself, with a power cut at each; drop "
+                       + ("--sweep" if args.sweep else "--upgrade-from"))
     for name in ("seed", "work_ms", "workers"):  # the schedule's defaults; records: the sweep's own
         if getattr(args, name) is None:
             setattr(args, name, DEFAULTS[name])
+    if args.sweep_prefix is None:
+        args.sweep_prefix = power_loss.PREFIX if powered else PREFIX
+    if args.sweep_sample is None:
+        args.sweep_sample = power_loss.SAMPLE if powered else SAMPLE
     _stop_on_sigterm()
     emit = _printer() if args.events else (lambda event: None)
-    report = run_upgrade(args, ctx, emit) if args.upgrade_from is not None else run_sweep(args, ctx, emit)
+    if powered:
+        report = power_loss.run_power_loss(args, ctx, emit)
+    elif args.upgrade_from is not None:
+        report = run_upgrade(args, ctx, emit)
+    else:
+        report = run_sweep(args, ctx, emit)
+    report["rerun"] = _rerun_command(args, report)
     emit({"event": "report", **report})
     return report
+
+
+def _rerun_command(args: argparse.Namespace, report: dict[str, Any]) -> str:
+    """The command that runs this crash-point drill again, crash for crash (same input, seed, plan)."""
+    mode = ("--power-loss" if getattr(args, "power_loss", False) else
+            f"--upgrade-from {shlex.quote(str(args.upgrade_from))}" if args.upgrade_from is not None else "--sweep")
+    command = (f"python -m {settings_module.PACKAGE} drill {mode} --seed {args.seed} --records {report['records']} "
+               f"--sweep-prefix {args.sweep_prefix} --sweep-sample {args.sweep_sample}")
+    if getattr(args, "power_loss", False):
+        command += f" --random-cuts {args.random_cuts}"
+    return command + (f" --work-ms {args.work_ms:g}" if args.work_ms != DEFAULTS["work_ms"] else "")
 
 
 def _printer() -> Callable[[dict[str, Any]], None]:

@@ -77,7 +77,7 @@ def judge(ctx: Context, settings: Settings, data_dir: Path, report: dict[str, An
         a = None
         failures.append(verdict.failure("results", f"{exc}; results could not be checked"))
     policy = report["plain_policy"] or ""
-    in_doubt = effects.in_doubt_calls(data_dir, settings)
+    in_doubt = effects.in_doubt_calls(ctx.data_dir, settings)  # the ledger: the workers' state.db
     failures += verdict.check_effects(applied, expected, a, policy=policy, in_doubt=set(in_doubt),
                                       resent=report["possible_duplicates"])
     if a is not None:
@@ -116,7 +116,7 @@ def judge(ctx: Context, settings: Settings, data_dir: Path, report: dict[str, An
     report["exits"] = evidence.exits_summary(seen["workers"])
     failures += exits.check_held(seen["workers"])
     failures += exits.check_after_exit(seen["workers"], evidence.call_log(data_dir),
-                                       evidence.held_in_doubt(data_dir, settings))
+                                       evidence.held_in_doubt(ctx.data_dir, settings))
     failures += exits.check_acks(seen["workers"])
     failures += verdict.check_run(report, promise=strategy.REDONE_CALLS_PER_KILL,
                                   redone_example=a_redone_call(data_dir) if report["redone_calls"] else None,

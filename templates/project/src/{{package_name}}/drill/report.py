@@ -60,6 +60,8 @@ def _shrunk_lines(report: dict[str, Any]) -> list[str]:
     shrunk = report.get("shrunk")
     if not report["failures"]:
         return []
+    if not shrunk and "schedule" not in report:  # a crash-point drill (--sweep, --power-loss): its own options
+        return [f"rerun it: {report['rerun']}"] if report.get("rerun") else []
     if not shrunk:
         return [f"rerun this schedule: {replay_command_of(report)}"]
     return [f"smallest failing schedule ({shrunk['check']}): {shrunk['records']} records, {shrunk['events']} "

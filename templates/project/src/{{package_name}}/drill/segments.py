@@ -79,13 +79,21 @@ class CrashPointRun:
         self.recovery_ms: list[float] = []
         self.failures: list[int] = []
         self.worker: subprocess.Popen[bytes] | None = None  # the one running now
+        #: Where the workers keep their state (``run --data-dir``); None: the drill's own directory.
+        #: A power-loss drill (power_loss.py) puts it on a LazyFS mount, the service's external.db not.
+        self.work_dir: Path | None = None
 
     def t(self) -> float:
         return round(time.monotonic() - self.t0, 3)
 
     def run(self) -> dict[str, Any]:
-        data_dir = fresh_data_dir(self.data_dir_arg)
-        ctx = Context(data_dir=data_dir, settings=replace(self.ctx.settings, external_dir=str(data_dir)),
+        return self.run_in(fresh_data_dir(self.data_dir_arg))
+
+    def run_in(self, data_dir: Path) -> dict[str, Any]:
+        """The run in the fresh directory ``data_dir`` (the service, the drill's files; the workers'
+        state too unless ``work_dir`` says otherwise)."""
+        ctx = Context(data_dir=self.work_dir or data_dir,
+                      settings=replace(self.ctx.settings, external_dir=str(data_dir)),
                       strategy=self.ctx.strategy)
         (data_dir / PROBE_DIR).mkdir(exist_ok=True)
         (data_dir / POINTS_DIR).mkdir()
@@ -129,41 +137,60 @@ class CrashPointRun:
             if target is None:  # the last worker, unarmed: the run is over
                 if code != 0:
                     self.failures.append(code)
+                self.after_worker(None, code)
                 return
             target.effects_done = _applied(probe)
-            if code == -signal.SIGKILL and trace and trace.get("crashed_at"):
-                target.outcome, target.landed = "killed", str(trace["crashed_at"])
-                self.emit({"event": "kill", "n": len(self.plan.targets), "signal": "SIGKILL", "point": trace["crashed_at"],
+            landed = self.landed(target, code, trace)
+            if landed:
+                target.outcome, target.landed = "killed", landed
+                self.after_worker(target, code)
+                self.emit({"event": "kill", "n": len(self.plan.targets), "signal": "SIGKILL", "point": landed,
                            "pass": target.n, "phase": target.phase, "done": _applied(probe), "t": self.t()})
                 self.emit({"event": "restart", "n": len(self.plan.targets), "t": self.t()})
                 continue
             target.outcome = "run ended first" if code == 0 else "worker failed"
             if code != 0:
                 self.failures.append(code)
+            self.after_worker(target, code)
             return
 
+    def landed(self, target: Target, code: int, trace: dict[str, Any] | None) -> str | None:
+        """The point the worker died at, when it died where it was armed to (None: it did not)."""
+        if code == -signal.SIGKILL and trace and trace.get("crashed_at"):
+            return str(trace["crashed_at"])
+        return None
+
+    def after_worker(self, target: Target | None, code: int) -> None:
+        """A worker has ended (killed at ``target``, or the last one): before the next one starts."""
+
     def _spawn(self, data_dir: Path, log: Any, target: Target | None) -> subprocess.Popen[bytes]:
-        cmd = [sys.executable, "-m", settings_module.PACKAGE, "run", "--data-dir", str(data_dir)]
+        cmd = [sys.executable, "-m", settings_module.PACKAGE, "run", "--data-dir", str(self.work_dir or data_dir)]
         self.worker = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=log, stderr=log,
                                        env=worker_env(data_dir, target))
         return self.worker
 
     def _wait(self, proc: subprocess.Popen[bytes], probe: sqlite3.Connection, *, measure_from: int | None) -> int:
         """Until the worker exits; ``measure_from``: time its recovery (start -> first new effect)."""
-        spawned = time.monotonic()
+        spawned, at_start = time.monotonic(), _applied(probe)
         while proc.poll() is None:
-            if measure_from is not None and _applied(probe) > measure_from:
+            applied = _applied(probe)
+            if measure_from is not None and applied > measure_from:
                 self.recovery_ms.append(round((time.monotonic() - spawned) * 1000, 1))
                 measure_from = None
+            self.watch(proc, applied, at_start)
             time.sleep(POLL_S)
         return int(proc.returncode)
+
+    def watch(self, proc: subprocess.Popen[bytes], applied: int, at_start: int) -> None:
+        """Each poll of a running worker (``applied`` effects so far, ``at_start`` when it started): a mode
+        that kills at moments of its own does it here (power_loss.py)."""
 
     # ------------------------------------------------------------ the report
     def _report(self, ctx: Context, data_dir: Path, records: list[dict[str, Any]], expected: set[tuple[str, str]],
                 oracles: list[subprocess.Popen[bytes]], wall_s: float) -> dict[str, Any]:
         strategy = ctx.strategy
         checked = verify(data_dir, expected)
-        calls = effects.summary(data_dir, self.ctx.settings)
+        calls = effects.summary(ctx.data_dir, self.ctx.settings)  # the ledger is the workers' (state.db)
         state = strategy.status(ctx)
         coverage = self.plan.coverage()
         missed = self.plan.missed()
@@ -189,9 +216,15 @@ class CrashPointRun:
         if extras is not None:
             report.update(extras(ctx))
         report["failures"] = judge(ctx, self.ctx.settings, data_dir, report, expected, records, oracles, state)
+        report["failures"] += self.more_failures(report)
         report["ok"] = report["failures"] == []
         self.emit({"event": "report", **report})
         return report
+
+
+    def more_failures(self, report: dict[str, Any]) -> list[dict[str, str]]:
+        """What a mode checks beyond the drill's verdict (power_loss.py: what the power cuts lost)."""
+        return []
 
 
 def _trace(data_dir: Path, pid: int) -> dict[str, Any] | None:

@@ -51,21 +51,24 @@ def default_records(ctx: Context) -> int:
     return max(RECORDS_MIN, BATCHES * ctx.settings.batch_size) // len(job.STEPS)
 
 
+def demo_submitter(records: int, work_ms: float) -> Callable[[Context], list[dict[str, Any]]]:
+    """The run's ``prepare``: ``records`` demo records submitted to the fresh store."""
+    def submit(run_ctx: Context) -> list[dict[str, Any]]:
+        chosen = demo_records(records)
+        # A queue input (drill_submit, strategy.py) publishes the records for the workers instead.
+        getattr(run_ctx.strategy, "drill_submit", run_ctx.strategy.submit)(run_ctx, chosen, work_ms=work_ms)
+        return chosen
+    return submit
+
+
 def run_sweep(args: argparse.Namespace, ctx: Context, emit: Callable[[dict[str, Any]], None]) -> dict[str, Any]:
     """``drill --sweep``: the demo records, swept (see the module docstring)."""
     if args.workers != 1:
         raise JobError("--sweep kills one worker at each of its points in turn (points are counted per "
                        "process); drop --workers")
     records = args.records or default_records(ctx)
-
-    def submit(run_ctx: Context) -> list[dict[str, Any]]:
-        chosen = demo_records(records)
-        # A queue input (drill_submit, strategy.py) publishes the records for the workers instead.
-        getattr(run_ctx.strategy, "drill_submit", run_ctx.strategy.submit)(run_ctx, chosen, work_ms=args.work_ms)
-        return chosen
-
     plan = SweepPlan(args.sweep_prefix, args.sweep_sample, args.seed)
-    return CrashPointRun(ctx, plan, submit, seed=args.seed, work_ms=args.work_ms, data_dir=args.data_dir,
+    return CrashPointRun(ctx, plan, demo_submitter(records, args.work_ms), seed=args.seed, work_ms=args.work_ms, data_dir=args.data_dir,
                          emit=emit, fail_rate=args.fail_rate).run()
 
 

@@ -33,7 +33,8 @@ from .checks.resubmission import NEMESIS_CHECKS
 CHECKS = ("lost", "duplicate_effects", "unexpected_effects", "incomplete", "results", "final_state",
           "nondeterministic_job", "calls_per_step", "effect_payloads", "history", "kills_not_delivered",
           "redone_calls", "durability", "worker_failures", "graceful_exit", "held_after_exit",
-          "in_doubt_after_exit", "resent_after_exit", "acked_uncommitted") + NEMESIS_CHECKS
+          "in_doubt_after_exit", "resent_after_exit", "acked_uncommitted", "committed_lost",
+          "store_corrupt") + NEMESIS_CHECKS
 
 Failure = dict[str, str]
 
