@@ -74,15 +74,17 @@ class PowerLossPlan(SweepPlan):
         censused = any(t.phase == "census" for t in self.targets)
         wanted = censused and drawn < self.random_cuts and remaining_effects > 0
         if wanted and self.rng.random() < 0.3:
-            return self._random(effects_per_batch)
+            return self._random(remaining_effects, effects_per_batch, drawn)
         target = super().next(remaining_effects, effects_per_batch)
         if target is None and wanted:
-            return self._random(effects_per_batch)
+            return self._random(remaining_effects, effects_per_batch, drawn)
         return target
 
-    def _random(self, effects_per_batch: int) -> Target:
-        # n: the effects the worker applies after its start before the drill cuts the power.
-        target = Target("", self.rng.randint(1, max(1, 2 * effects_per_batch)), "random")
+    def _random(self, remaining_effects: int, effects_per_batch: int, drawn: int) -> Target:
+        # n: the effects the worker applies after its start before the drill cuts the power: within a
+        # batch or two, and leaving work for the cuts still to come.
+        span = min(2 * effects_per_batch, remaining_effects // (self.random_cuts - drawn + 2))
+        target = Target("", self.rng.randint(1, max(1, span)), "random")
         self.targets.append(target)
         return target
 

@@ -1,0 +1,131 @@
+"""``drill --power-loss`` of generated projects (issue 21): power cuts on LazyFS, held to what they exist for.
+
+* A checkpoint project passes it, and a copy that commits with ``PRAGMA synchronous = NORMAL``
+  fails it with ``committed_lost``: the census worker dies at a call two batches in, after commits
+  that sat in the WAL unsynced (the submit's closing checkpoint synced everything before them).
+* No LazyFS mount is left behind: after a pass, after a failure, after a SIGTERM to the drill.
+* ``@pytest.mark.soak``: SEEDS seeds of every SQLite option set (`make soak`).
+
+Each generated suite runs the drill once itself (its tests/test_power_loss.py). Without LazyFS
+these are skipped with how to get it (tests/lazyfs_support.py).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from lazyfs_support import load_lazyfs, skip_reason
+
+from advisor import scaffold
+
+pytestmark = [pytest.mark.slow, pytest.mark.skipif(skip_reason() is not None, reason=str(skip_reason()))]
+
+SEEDS = range(1, int(os.environ.get("SOAK_SEEDS", "10")) + 1)
+OPTION_SETS = {
+    "checkpoint": ("checkpoint", {}),
+    "checkpoint-file": ("checkpoint", {"checkpoint_store": "file"}),
+    "idempotent-retry": ("idempotent-retry", {}),
+    "state-machine": ("state-machine", {}),
+    "state-machine-plain-at-least-once": ("state-machine", {"effect_kind": "plain", "plain_policy": "at-least-once"}),
+    "event-sourcing": ("event-sourcing", {}),
+    "event-sourcing-idempotent": ("event-sourcing-idempotent", {}),
+}
+DRILL_TIMEOUT_S = 900
+FULL = 'store.execute("PRAGMA synchronous = FULL")'
+
+
+def _env(project: Path) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "DATABASE_URL")
+           and not k.startswith(("PYTEST_", "COV_"))}
+    env["PYTHONPATH"] = str(project / "src")
+    return env
+
+
+def _command(package: str, data: Path, *flags: object) -> list[str]:
+    return [sys.executable, "-m", package, "drill", "--power-loss", "--data-dir", str(data), *map(str, flags)]
+
+
+def drill(project: Path, package: str, data: Path, *flags: object) -> dict:
+    result = subprocess.run(_command(package, data, "--json", "--no-shrink", *flags), cwd=project,
+                            env=_env(project), capture_output=True, text=True, timeout=DRILL_TIMEOUT_S)
+    assert result.stdout.strip(), result.stderr[-3000:]
+    report: dict = json.loads(result.stdout)
+    report["_exit"] = result.returncode
+    return report
+
+
+def _mounts_under(path: Path) -> list[str]:
+    """LazyFS mounts at or below ``path``, read from /proc/self/mountinfo."""
+    root = str(path.resolve())
+    return [line for line in Path("/proc/self/mountinfo").read_text().splitlines()
+            if " - fuse.lazyfs " in line and root in line]
+
+
+@pytest.fixture(scope="module")
+def checkpoint_project(tmp_path_factory: pytest.TempPathFactory) -> scaffold.Generated:
+    return scaffold.generate("checkpoint", tmp_path_factory.mktemp("power") / "job", {"project_name": "Power Loss"})
+
+
+def test_a_checkpoint_project_passes_and_synchronous_normal_fails_with_committed_lost(
+        checkpoint_project: scaffold.Generated, tmp_path: Path) -> None:
+    project, package = checkpoint_project.dest, checkpoint_project.package
+    passed = drill(project, package, tmp_path / "pass", "--records", 300, "--seed", 1, "--sweep-sample", 1,
+                   "--random-cuts", 1)
+    assert passed["failures"] == [] and passed["_exit"] == 0, passed["failures"]
+    assert passed["power_loss"]["cuts"] == passed["kills"] + 1
+    assert {"commit", "called", "random"} <= {p.split("@")[0] for p in passed["power_loss"]["cuts_by_point"]}
+
+    mutated = tmp_path / "mutated"
+    shutil.copytree(project, mutated, ignore=shutil.ignore_patterns("data", ".pytest_cache"))
+    store = mutated / "src" / package / "runtime" / "store.py"
+    source = store.read_text(encoding="utf-8")
+    assert source.count(FULL) == 1, "the store no longer sets synchronous = FULL where this test expects it"
+    store.write_text(source.replace(FULL, FULL.replace("FULL", "NORMAL")), encoding="utf-8")
+    failed = drill(mutated, package, tmp_path / "fail", "--records", 300, "--seed", 1, "--sweep-sample", 1,
+                   "--random-cuts", 1)
+    assert failed["_exit"] == 1 and "committed_lost" in {f["check"] for f in failed["failures"]}, failed["failures"]
+    first_cut = failed["power_loss"]["cut_log"][0]
+    assert first_cut["phase"] == "census" and first_cut["lost"], first_cut  # right after commits: lost, each time
+    assert _mounts_under(tmp_path) == []  # after a pass and after a failure
+
+
+def test_a_sigterm_to_the_drill_unmounts(checkpoint_project: scaffold.Generated, tmp_path: Path) -> None:
+    project, package = checkpoint_project.dest, checkpoint_project.package
+    proc = subprocess.Popen(_command(package, tmp_path / "d", "--events", "--records", 300), cwd=project,
+                            env=_env(project), stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    try:
+        assert proc.stdout is not None
+        for line in proc.stdout:  # wait for the first power cut: mounted, workers running
+            if json.loads(line).get("event") == "power_cut":
+                break
+        assert _mounts_under(tmp_path), "the drill's LazyFS mount was not seen while it ran"
+        proc.send_signal(signal.SIGTERM)
+        code = proc.wait(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert code == 128 + signal.SIGTERM
+    deadline = time.monotonic() + 10
+    while _mounts_under(tmp_path) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert _mounts_under(tmp_path) == [] and load_lazyfs().lazyfs_mounts(tmp_path) == []
+
+
+@pytest.mark.soak
+@pytest.mark.parametrize("seed", SEEDS)
+@pytest.mark.parametrize("option_set", sorted(OPTION_SETS))
+def test_every_seed_of_the_power_loss_drill_passes(option_set: str, seed: int, tmp_path: Path) -> None:
+    strategy, answers = OPTION_SETS[option_set]
+    generated = scaffold.generate(strategy, tmp_path / "job", {"project_name": f"Power {option_set}", **answers})
+    report = drill(generated.dest, generated.package, tmp_path / "d", "--seed", seed)
+    assert report["failures"] == [] and report["_exit"] == 0, report["failures"]
+    assert _mounts_under(tmp_path) == []
