@@ -29,7 +29,6 @@ Not covered yet: PostgreSQL on LazyFS, the stream project (Spark), several worke
 from __future__ import annotations
 
 import argparse
-import os
 import signal
 import sqlite3
 import subprocess
@@ -126,7 +125,7 @@ class PowerLossRun(CrashPointRun):
     # ------------------------------------------------------------ random cuts
     def _spawn(self, data_dir: Path, log: Any, target: Target | None) -> subprocess.Popen[bytes]:
         random = target is not None and target.phase == "random"
-        self.kill_after = target.n if random else None  # type: ignore[union-attr]
+        self.kill_after = target.n if target is not None and random else None
         return super()._spawn(data_dir, log, None if random else target)  # the drill kills it, unarmed
 
     def watch(self, proc: subprocess.Popen[bytes], applied: int, at_start: int) -> None:
@@ -208,7 +207,7 @@ def commit_latency(mounted: Path, plain: Path) -> dict[str, Any]:
 def remove_orphaned_mounts(under: Path) -> list[Path]:
     """LazyFS mounts under ``under`` that no live drill serves (their lazyfs process is gone or was left
     to init when the drill was SIGKILLed): unmounted. A running drill's mount is left alone."""
-    removed = []
+    removed: list[Path] = []
     if not under.is_dir():
         return removed
     for point in lazyfs.lazyfs_mounts(under):
