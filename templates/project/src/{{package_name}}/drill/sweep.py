@@ -68,8 +68,8 @@ def run_sweep(args: argparse.Namespace, ctx: Context, emit: Callable[[dict[str, 
                        "process); drop --workers")
     records = args.records or default_records(ctx)
     plan = SweepPlan(args.sweep_prefix, args.sweep_sample, args.seed)
-    return CrashPointRun(ctx, plan, demo_submitter(records, args.work_ms), seed=args.seed, work_ms=args.work_ms, data_dir=args.data_dir,
-                         emit=emit, fail_rate=args.fail_rate).run()
+    return CrashPointRun(ctx, plan, demo_submitter(records, args.work_ms), seed=args.seed, work_ms=args.work_ms,
+                         data_dir=args.data_dir, emit=emit, fail_rate=args.fail_rate).run()
 
 
 def summary_lines(report: dict[str, Any]) -> list[str]:
