@@ -23,7 +23,7 @@ committed is gone after a cut) and ``store_corrupt`` (a store that no longer ope
 ``PRAGMA integrity_check``). The report's ``power_loss`` names every cut, the crash points
 covered, and the durable-commit latency measured on the mount beside the plain disk.
 
-Not covered yet: PostgreSQL on LazyFS, the stream project (Spark), several workers.
+Not covered yet: PostgreSQL on LazyFS, the stream project (Spark), a queue input, several workers.
 """
 
 from __future__ import annotations
@@ -38,6 +38,7 @@ from contextlib import closing
 from pathlib import Path
 from typing import Any
 
+from .. import settings as settings_module
 from ..runtime.errors import JobError
 from ..runtime.strategy import Context
 from . import lazyfs, store_snapshot, verdict
@@ -231,6 +232,8 @@ def check_applicable(ctx: Context, args: argparse.Namespace) -> None:
         raise JobError(NOT_YET.format(what="PostgreSQL") + " (run it with SQLite: unset DATABASE_URL)")
     if getattr(ctx.strategy, "NAME", "") == "stream-checkpoint":
         raise JobError(NOT_YET.format(what="the stream project (Spark's checkpoint location)"))
+    if settings_module.INPUT_SOURCE != "cli":  # its pinned drill queue and acks: not drilled on LazyFS yet
+        raise JobError(NOT_YET.format(what=f"a job fed by {settings_module.INPUT_SOURCE}"))
     if args.workers != 1:
         raise JobError("--power-loss cuts the power under one worker at a time; drop --workers")
     reason = lazyfs.unavailable_reason()
