@@ -7,7 +7,8 @@ first, ``drill --sweep`` and ``drill --power-loss --random-cuts 0`` with the sam
 prefix and sample: the same crash plan (the power-loss plan draws from the seed only for its
 random cuts), so the difference is LazyFS under the workers, a clear-cache at each crash and the
 store read before and after each cut. Wall time of each drill and the ratio power-loss / sweep
-per round. No target: a figure to report (docs/power-loss.md). Needs LazyFS (exits 2 without).
+per round. No target: a figure to report (docs/power-loss.md). Needs LazyFS: without it the first power-loss
+drill stops the benchmark with its message (how to get it).
 Measured (2026-12-01, load average 10-13 on 2 shared cores, 2,000 records, 2 rounds, 12 crashes each):
 sweep 23.9-30.6 s, power loss 33.6-63.0 s; power-loss / sweep 1.41 and 2.06 (median 1.73).
 """

@@ -163,6 +163,10 @@ class PowerLossRun(CrashPointRun):
             "clear_cache_ms_max": max((c["clear_cache_ms"] for c in self.cuts), default=None),
         }
         failures = []
+        unreadable = report.get("unreadable_store")
+        if unreadable:
+            failures.append(verdict.failure("store_corrupt", f"after the last power cut the strategy cannot read its "
+                                                             f"store: {unreadable}"))
         for check, key, what in (("committed_lost", "lost", "lost what the store had committed"),
                                  ("store_corrupt", "corrupt", "left a store that does not open or fails its "
                                                               "integrity check")):

@@ -191,7 +191,10 @@ class CrashPointRun:
         strategy = ctx.strategy
         checked = verify(data_dir, expected)
         calls = effects.summary(ctx.data_dir, self.ctx.settings)  # the ledger is the workers' (state.db)
-        state = strategy.status(ctx)
+        try:
+            state = strategy.status(ctx)
+        except Exception as exc:  # a store the crashes (or power cuts) left unreadable: a verdict, not a crash
+            state = {"total": len(records), "done": 0, "unreadable": f"{type(exc).__name__}: {exc}"}
         coverage = self.plan.coverage()
         missed = self.plan.missed()
         kills = coverage["crashes"]
@@ -210,7 +213,7 @@ class CrashPointRun:
             "graceful_exits": [], "worker_failures": self.failures,
             "incomplete_records": state["total"] - state["done"], "kills_landed": kills, "aim": None,
             "kills_by_window": {UNAIMED: kills} if kills else {}, "windows_not_reached": missed,
-            "data_dir": str(data_dir), "sweep": coverage, **self.extra,
+            "data_dir": str(data_dir), "sweep": coverage, "unreadable_store": state.get("unreadable"), **self.extra,
         }
         extras = getattr(strategy, "drill_report", None)
         if extras is not None:

@@ -16,6 +16,7 @@ Other files (checkpoint files) are compared by content; temporary files (``*.tmp
 from __future__ import annotations
 
 import hashlib
+import json
 import sqlite3
 from contextlib import closing
 from pathlib import Path
@@ -65,9 +66,16 @@ def take(directory: Path) -> Snapshot:
 
 
 def integrity(directory: Path) -> list[str]:
-    """Each SQLite store under ``directory`` that does not open or fails its integrity check."""
+    """Each SQLite store under ``directory`` that does not open or fails its integrity check, and each
+    JSON file (a checkpoint file) that no longer parses."""
     problems = []
     for path in sorted(p for p in Path(directory).rglob("*") if p.is_file() and not p.name.endswith(SKIPPED)):
+        if path.suffix == ".json":
+            try:
+                json.loads(path.read_bytes())
+            except (OSError, ValueError) as exc:
+                problems.append(f"{path.name} is not valid JSON ({path.stat().st_size} bytes): {exc}")
+            continue
         if not _is_sqlite(path):
             continue
         try:
