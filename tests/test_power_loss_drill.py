@@ -1,8 +1,10 @@
 """``drill --power-loss`` of generated projects (issue 21): power cuts on LazyFS, held to what they exist for.
 
-* A checkpoint project passes it, and a copy that commits with ``PRAGMA synchronous = NORMAL``
+* A checkpoint project passes it; a copy that commits with ``PRAGMA synchronous = NORMAL``
   fails it with ``committed_lost``: the census worker dies at a call two batches in, after commits
   that sat in the WAL unsynced (the submit's closing checkpoint synced everything before them).
+  A checkpoint-file copy that renames its new generation into place without fsyncing it fails
+  with ``committed_lost`` and ``store_corrupt`` (the file comes back empty).
 * No LazyFS mount is left behind: after a pass, after a failure, after a SIGTERM to the drill.
 * ``@pytest.mark.soak``: SEEDS seeds of every SQLite option set (`make soak`).
 
@@ -40,6 +42,11 @@ OPTION_SETS = {
 }
 DRILL_TIMEOUT_S = 900
 FULL = 'store.execute("PRAGMA synchronous = FULL")'
+#: save_checkpoint's fsync of the new generation before it is renamed into place (checkpoint_file/files.py).
+CHECKPOINT_FSYNC = """        f.write(doc)
+        f.flush()
+        os.fsync(f.fileno())
+"""
 
 
 def _env(project: Path) -> dict[str, str]:
@@ -60,6 +67,16 @@ def drill(project: Path, package: str, data: Path, *flags: object) -> dict:
     report: dict = json.loads(result.stdout)
     report["_exit"] = result.returncode
     return report
+
+
+def _mutated(project: Path, to: Path, relative: str, old: str, new: str) -> Path:
+    """A copy of the project with ``old`` replaced by ``new`` in one file (which must hold it once)."""
+    shutil.copytree(project, to, ignore=shutil.ignore_patterns("data", ".pytest_cache"))
+    path = to / relative
+    source = path.read_text(encoding="utf-8")
+    assert source.count(old) == 1, f"{relative} no longer holds, once, what this mutation changes: {old!r}"
+    path.write_text(source.replace(old, new), encoding="utf-8")
+    return to
 
 
 def _mounts_under(path: Path) -> list[str]:
@@ -83,18 +100,29 @@ def test_a_checkpoint_project_passes_and_synchronous_normal_fails_with_committed
     assert passed["power_loss"]["cuts"] == passed["kills"] + 1
     assert {"commit", "called", "random"} <= {p.split("@")[0] for p in passed["power_loss"]["cuts_by_point"]}
 
-    mutated = tmp_path / "mutated"
-    shutil.copytree(project, mutated, ignore=shutil.ignore_patterns("data", ".pytest_cache"))
-    store = mutated / "src" / package / "runtime" / "store.py"
-    source = store.read_text(encoding="utf-8")
-    assert source.count(FULL) == 1, "the store no longer sets synchronous = FULL where this test expects it"
-    store.write_text(source.replace(FULL, FULL.replace("FULL", "NORMAL")), encoding="utf-8")
+    mutated = _mutated(project, tmp_path / "mutated", f"src/{package}/runtime/store.py", FULL,
+                       FULL.replace("FULL", "NORMAL"))
     failed = drill(mutated, package, tmp_path / "fail", "--records", 300, "--seed", 1, "--sweep-sample", 1,
                    "--random-cuts", 1)
     assert failed["_exit"] == 1 and "committed_lost" in {f["check"] for f in failed["failures"]}, failed["failures"]
     first_cut = failed["power_loss"]["cut_log"][0]
     assert first_cut["phase"] == "census" and first_cut["lost"], first_cut  # right after commits: lost, each time
     assert _mounts_under(tmp_path) == []  # after a pass and after a failure
+
+
+def test_checkpoint_files_renamed_without_fsync_fail_with_committed_lost(tmp_path: Path) -> None:
+    """The new generation renamed into place with its data never fsynced: after the cut it is empty."""
+    generated = scaffold.generate("checkpoint", tmp_path / "job", {"project_name": "Power Files",
+                                                                   "checkpoint_store": "file"})
+    package = generated.package
+    mutated = _mutated(generated.dest, tmp_path / "mutated", f"src/{package}/checkpoint_file/files.py",
+                       CHECKPOINT_FSYNC, CHECKPOINT_FSYNC.replace("        os.fsync(f.fileno())\n", ""))
+    failed = drill(mutated, package, tmp_path / "fail", "--records", 300, "--seed", 1, "--sweep-sample", 0,
+                   "--random-cuts", 0)
+    checks = {f["check"] for f in failed["failures"]}
+    assert failed["_exit"] == 1 and {"committed_lost", "store_corrupt"} <= checks, failed["failures"]
+    assert any("checkpoint.json" in lost for lost in failed["power_loss"]["cut_log"][0]["lost"])
+    assert _mounts_under(tmp_path) == []
 
 
 def test_a_sigterm_to_the_drill_unmounts(checkpoint_project: scaffold.Generated, tmp_path: Path) -> None:
