@@ -45,7 +45,7 @@ from . import lazyfs, store_snapshot, verdict
 from .report_data import percentile
 from .runner import fresh_data_dir
 from .segments import CrashPointRun
-from .sweep import default_records, demo_submitter
+from .sweep import run_sweep
 from .sweep_plan import SweepPlan, Target
 
 BACKING_DIR = "power-loss-disk"  # the "disk": what survives a cut (inspect the state here afterwards)
@@ -249,10 +249,8 @@ def check_applicable(ctx: Context, args: argparse.Namespace) -> None:
 def run_power_loss(args: argparse.Namespace, ctx: Context, emit: Callable[[dict[str, Any]], None]) -> dict[str, Any]:
     """``drill --power-loss``: the demo records, swept with a power cut at every crash."""
     check_applicable(ctx, args)
-    records = args.records or default_records(ctx)
     plan = PowerLossPlan(args.sweep_prefix, args.sweep_sample, args.seed, args.random_cuts)
-    return PowerLossRun(ctx, plan, demo_submitter(records, args.work_ms), seed=args.seed, work_ms=args.work_ms,
-                        data_dir=args.data_dir, emit=emit, fail_rate=args.fail_rate).run()
+    return run_sweep(args, ctx, emit, plan=plan, run=PowerLossRun)
 
 
 def summary_lines(report: dict[str, Any]) -> list[str]:
@@ -260,8 +258,10 @@ def summary_lines(report: dict[str, Any]) -> list[str]:
     power = report.get("power_loss")
     if not power:
         return []
-    by_kind = _count(point.split("@", 1)[0] if "@" in point else point for point in power["cuts_by_point"]
-                     for _ in range(power["cuts_by_point"][point]))
+    by_kind: dict[str, int] = {}
+    for point, n in power["cuts_by_point"].items():  # "commit@worker.checkpoint" -> commit
+        kind = point.split("@", 1)[0] if "@" in point else point
+        by_kind[kind] = by_kind.get(kind, 0) + n
     latency = power["durable_commit_ms"]
     lines = [f"power loss: {power['cuts']} power cuts on LazyFS (un-fsynced writes dropped each time); by kind: "
              + ", ".join(f"{kind} {n}" for kind, n in by_kind.items())]

@@ -61,15 +61,17 @@ def demo_submitter(records: int, work_ms: float) -> Callable[[Context], list[dic
     return submit
 
 
-def run_sweep(args: argparse.Namespace, ctx: Context, emit: Callable[[dict[str, Any]], None]) -> dict[str, Any]:
-    """``drill --sweep``: the demo records, swept (see the module docstring)."""
+def run_sweep(args: argparse.Namespace, ctx: Context, emit: Callable[[dict[str, Any]], None], *,
+              plan: SweepPlan | None = None, run: type[CrashPointRun] = CrashPointRun) -> dict[str, Any]:
+    """``drill --sweep``: the demo records, swept (see the module docstring); ``plan`` and ``run``: a mode's
+    own (power_loss.py)."""
     if args.workers != 1:
         raise JobError("--sweep kills one worker at each of its points in turn (points are counted per "
                        "process); drop --workers")
     records = args.records or default_records(ctx)
-    plan = SweepPlan(args.sweep_prefix, args.sweep_sample, args.seed)
-    return CrashPointRun(ctx, plan, demo_submitter(records, args.work_ms), seed=args.seed, work_ms=args.work_ms,
-                         data_dir=args.data_dir, emit=emit, fail_rate=args.fail_rate).run()
+    plan = plan or SweepPlan(args.sweep_prefix, args.sweep_sample, args.seed)
+    return run(ctx, plan, demo_submitter(records, args.work_ms), seed=args.seed, work_ms=args.work_ms,
+               data_dir=args.data_dir, emit=emit, fail_rate=args.fail_rate).run()
 
 
 def summary_lines(report: dict[str, Any]) -> list[str]:
