@@ -1,11 +1,16 @@
-"""Typed access to one YAML mapping of the catalog that names the file and the dotted key on error."""
+"""Typed access to one YAML mapping of the catalog that names the file and the dotted key on
+error, and the reading of a condition over answers (``{question: value | [values]}``)."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from advisor.errors import CatalogError
+
+if TYPE_CHECKING:
+    from advisor.model.catalog import Question
 
 
 class Reader:
@@ -71,3 +76,42 @@ def _kind(value: object) -> str:
     return {dict: "a mapping", list: "a list", str: "a text", bool: "a boolean"}.get(
         type(value), type(value).__name__
     )
+
+
+def conditions(r: Reader, key: str, questions: Mapping[str, Question]) -> dict[str, tuple[str, ...]]:
+    """``{question_id: value | [values]}`` checked against the questions (empty when absent)."""
+    raw = r.data.get(key)
+    if raw is None:
+        return {}
+    cond = Reader(r.path, raw, r.key_of(key))
+    out: dict[str, tuple[str, ...]] = {}
+    for qid, values in cond.data.items():
+        if qid not in questions:
+            raise cond.error(qid, f"unknown question; known: {', '.join(questions)}")
+        if questions[qid].multiple:  # a condition compares one answer; several values never match it
+            raise cond.error(qid, "takes several values at once: only the review's evidence rules read it")
+        values = [values] if isinstance(values, str) else values
+        if not isinstance(values, list) or not values:
+            raise cond.error(qid, "expected a value or a list of values")
+        for v in values:
+            if v not in questions[qid].values:
+                raise cond.error(qid, f"unknown value {v!r}; valid: {', '.join(questions[qid].values)}")
+        out[qid] = tuple(values)
+    return out
+
+
+def required_condition(r: Reader, questions: Mapping[str, Question]) -> dict[str, tuple[str, ...]]:
+    """``when``: a condition with at least one question."""
+    when = conditions(r, "when", questions)
+    if not when:
+        raise r.error("when", "a condition needs at least one `question: value`")
+    return when
+
+
+def optional_url(r: Reader, key: str) -> str | None:
+    if r.data.get(key) is None:
+        return None
+    url = r.text(key)
+    if not url.startswith(("https://", "http://")):
+        raise r.error(key, "expected a public URL (https://...) a user can open")
+    return url
