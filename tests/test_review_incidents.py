@@ -30,132 +30,132 @@ CASES = {
     # Celery task: SIGTERM stopped nothing; the message was the unit (idempotent retry was right).
     "prio-server-sigterm-ignored": Case(
         "divviup/prio-server#2247",
-        {"recovery_point_store": "broker_or_orchestrator", "work_shape": "single_task",
+        {"symptoms": "slow_recovery", "recovery_point_store": "broker_or_orchestrator", "work_shape": "single_task",
          "inbound_duplicates": "possible", "kill_control": "none"},
         "idempotent-retry", "sigterm-within-grace"),
     # Tasks longer than the Redis visibility timeout were redelivered while still running.
     "imputation-longer-than-visibility-timeout": Case(
         "arvkevi/openhumansimputer#38",
-        {"recovery_point_store": "broker_or_orchestrator", "acceptable_loss": "whole_task", "duration": "hours",
+        {"symptoms": "duplicate_effect", "recovery_point_store": "broker_or_orchestrator", "acceptable_loss": "whole_task", "duration": "hours",
          "work_shape": "single_task", "inbound_duplicates": "possible"},
         "idempotent-retry", "lease-longer-than-run", in_place=("sigterm-within-grace",)),
     # Celery's early ack: a worker on a terminated instance lost its task.
     "celery-on-terminated-ec2": Case(
         "hypothesis/lms#5241",
-        {"recovery_point_store": "broker_or_orchestrator", "work_shape": "single_task",
+        {"symptoms": "work_lost", "recovery_point_store": "broker_or_orchestrator", "work_shape": "single_task",
          "inbound_duplicates": "possible", "kill_control": "none"},
         "idempotent-retry", "ack-after-commit"),
     # A redelivered payment webhook granted credits twice: no unique key on the payment id.
     "opencode-webhook-redelivery-grants-credits": Case(
         "anomalyco/opencode#28402",
-        {"recovery_point_store": "database", "duplicate_cost": "unacceptable", "duration": "seconds",
+        {"symptoms": "duplicate_effect", "recovery_point_store": "database", "duplicate_cost": "unacceptable", "duration": "seconds",
          "work_shape": "single_task", "external_effects": "none", "inbound_duplicates": "possible",
          "outputs": "in_progress_store"},
         "idempotent-retry", "unique-key-with-effect"),
     # Two code paths charged one order with two different keys.
     "woocommerce-stripe-double-charge": Case(
         "woocommerce/woocommerce-gateway-stripe#489",
-        {"duplicate_cost": "unacceptable", "duration": "seconds", "work_shape": "single_task", "workers": "many",
+        {"symptoms": "duplicate_effect", "duplicate_cost": "unacceptable", "duration": "seconds", "work_shape": "single_task", "workers": "many",
          "external_effects": "idempotent_api", "inbound_duplicates": "possible"},
         "idempotent-retry", "key-from-input", in_place=("idempotency-key-on-calls",)),
     # A killed Spark app's staging output was published by the next attempt.
     "spark-killed-app-staging-duplicates": Case(
         "apache/spark#25744",
-        {"acceptable_loss": "whole_task", "duplicate_cost": "annoying", "work_shape": "record_batch",
+        {"symptoms": "duplicate_effect", "acceptable_loss": "whole_task", "duplicate_cost": "annoying", "work_shape": "record_batch",
          "external_effects": "none", "outputs": "outside_store"},
         "idempotent-retry", "partial-output-published-atomically"),
     # Kafka consumer group as the checkpoint: no commit when partitions were revoked.
     "streamsx-kafka-commit-on-revoke": Case(
         "IBMStreams/streamsx.kafka#110",
-        {"recovery_point_store": "broker_or_orchestrator", "acceptable_loss": "one_batch", "duration": "hours",
+        {"symptoms": "duplicate_effect", "recovery_point_store": "broker_or_orchestrator", "acceptable_loss": "one_batch", "duration": "hours",
          "work_shape": "unbounded_stream", "workers": "many", "inbound_duplicates": "possible",
          "input_replay": "replayable"},
         "stream-checkpoint", "offsets-committed-on-revoke"),
     # Spark on Event Hubs: the engine's checkpoint was fine, the sink a plain append.
     "eventhubs-spark-restart-reprocesses": Case(
         "Azure/azure-event-hubs-spark#431",
-        {"recovery_point_store": "stream_engine", "acceptable_loss": "one_batch", "duration": "hours",
+        {"symptoms": "duplicate_effect", "recovery_point_store": "stream_engine", "acceptable_loss": "one_batch", "duration": "hours",
          "work_shape": "unbounded_stream", "input_replay": "replayable"},
         "stream-checkpoint", "idempotent-sink", in_place=("durable-checkpoint-location",)),
     # Spark on Kinesis ran without a checkpoint location that survives a restart.
     "kinesis-spark-reprocesses-after-restart": Case(
         "qubole/kinesis-sql#102",
-        {"recovery_point_store": "stream_engine", "work_shape": "unbounded_stream", "input_replay": "replayable"},
+        {"symptoms": "redone_from_zero,duplicate_effect", "recovery_point_store": "stream_engine", "work_shape": "unbounded_stream", "input_replay": "replayable"},
         "stream-checkpoint", "durable-checkpoint-location"),
     # Checkpoints only once per epoch: each preemption cost most of an epoch.
     "ace-checkpoint-only-per-epoch": Case(
         "ai2cm/ace#347",
-        {"acceptable_loss": "one_batch", "duration": "hours", "work_shape": "record_batch", "external_effects": "none",
+        {"symptoms": "redone_from_zero", "acceptable_loss": "one_batch", "duration": "hours", "work_shape": "record_batch", "external_effects": "none",
          "kill_control": "none"},
         "checkpoint", "checkpoint-by-time-and-count", in_place=("resumes-from-latest",)),
     # Checkpoints were written, but a requeued run never loaded them.
     "everyvoice-preempted-training-restarts": Case(
         "EveryVoiceTTS/EveryVoice#183",
-        {"acceptable_loss": "one_batch", "duration": "hours", "work_shape": "record_batch", "kill_control": "none"},
+        {"symptoms": "redone_from_zero", "acceptable_loss": "one_batch", "duration": "hours", "work_shape": "record_batch", "kill_control": "none"},
         "checkpoint", "resumes-from-latest", in_place=("checkpoint-by-time-and-count",)),
     # The drain signal arrived in time for a checkpoint, and was ignored.
     "ray-train-ignores-preemption-notice": Case(
         "ray-project/ray#63968",
-        {"acceptable_loss": "one_batch", "duration": "hours", "work_shape": "record_batch", "workers": "many",
+        {"symptoms": "redone_from_zero", "acceptable_loss": "one_batch", "duration": "hours", "work_shape": "record_batch", "workers": "many",
          "external_effects": "none", "unit_vs_notice": "fits_notice", "kill_control": "can_defer"},
         "checkpoint", "sigterm-within-grace", in_place=("checkpoint-by-time-and-count", "resumes-from-latest")),
     # A projection stored its position apart from the read-model change.
     "prooph-projection-position-not-atomic": Case(
         "prooph/proophessor-do-symfony#17",
-        {"recovery_point_store": "event_log", "duplicate_cost": "annoying", "work_shape": "entity_changes",
+        {"symptoms": "duplicate_effect", "recovery_point_store": "event_log", "duplicate_cost": "annoying", "work_shape": "entity_changes",
          "external_effects": "none"},
         "event-sourcing", "subscriber-position-with-work"),
     # A rebuild mode re-ran side effects.
     "marten-rebuild-fires-side-effects": Case(
         "JasperFx/marten#4729",
-        {"recovery_point_store": "event_log", "work_shape": "entity_changes", "external_effects": "plain_api"},
+        {"symptoms": "duplicate_effect", "recovery_point_store": "event_log", "work_shape": "entity_changes", "external_effects": "plain_api"},
         "event-sourcing", "replay-never-calls-out", in_place=("subscriber-position-with-work",)),
     # Event-sourced, but a redelivered command appended its events again: the category must change too.
     "cqrs-journey-commands-not-idempotent": Case(
         "microsoftarchive/cqrs-journey#266",
-        {"recovery_point_store": "event_log", "duplicate_cost": "unacceptable", "work_shape": "entity_changes",
+        {"symptoms": "duplicate_effect", "recovery_point_store": "event_log", "duplicate_cost": "unacceptable", "work_shape": "entity_changes",
          "inbound_duplicates": "possible"},
         "event-sourcing", "command-key-with-events", fits=False),
     # A payment "pending" was taken as failed; the flow never asked the payment service.
     "bcgov-paid-request-offered-retry-payment": Case(
         "bcgov/entity#9709",
-        {"duplicate_cost": "unacceptable", "work_shape": "multi_step_flow", "external_effects": "queryable_api"},
+        {"symptoms": "duplicate_effect", "duplicate_cost": "unacceptable", "work_shape": "multi_step_flow", "external_effects": "queryable_api"},
         "state-machine", "intent-before-call"),
     # Out-of-order notifications moved a paid order back to pending.
     "payone-status-notifications-out-of-order": Case(
         "PAYONE-GmbH/magento-1#429",
-        {"duration": "seconds", "work_shape": "multi_step_flow", "inbound_duplicates": "possible",
+        {"symptoms": "corrupt_state", "duration": "seconds", "work_shape": "multi_step_flow", "inbound_duplicates": "possible",
          "ordering": "per_key", "external_effects": "none"},
         "state-machine", "guarded-transitions"),
     # An owed refund lived nowhere durable.
     "altarwed-refund-owed-silently-dropped": Case(
         "aasmanj/altarwed#650",
-        {"duplicate_cost": "unacceptable", "work_shape": "multi_step_flow", "external_effects": "idempotent_api",
+        {"symptoms": "work_lost", "duplicate_cost": "unacceptable", "work_shape": "multi_step_flow", "external_effects": "idempotent_api",
          "compensation": "possible"},
         "state-machine", "compensation-defined", in_place=("intent-before-call",)),
     # An agent's step journal was thrown away on recovery.
     "fly-deploy-drops-llm-agent-jobs": Case(
         "ujh/fountainpencompanion#3519",
-        {"recovery_point_store": "database", "duration": "minutes", "work_shape": "multi_step_flow",
+        {"symptoms": "work_lost,redone_from_zero", "recovery_point_store": "database", "duration": "minutes", "work_shape": "multi_step_flow",
          "nondeterminism": "nondeterministic", "work_discovery": "discovered", "input_replay": "not_replayable",
          "unit_vs_notice": "longer_than_notice", "kill_control": "can_defer"},
         "state-machine", "journal-nondeterministic-results", also_missing=("sigterm-within-grace",)),
     # Spot training on SageMaker: checkpoints went to the instance, a restart found none in S3.
     "sagemaker-spot-training-from-scratch": Case(
         "aws/sagemaker-python-sdk#1040",
-        {"recovery_point_store": "object_storage", "acceptable_loss": "one_batch", "duration": "hours",
+        {"symptoms": "redone_from_zero", "recovery_point_store": "object_storage", "acceptable_loss": "one_batch", "duration": "hours",
          "work_shape": "record_batch", "workers": "one", "external_effects": "none", "kill_control": "none"},
         "checkpoint", "resumes-from-latest", in_place=("checkpoint-by-time-and-count",)),
     # An orchestrator failed a task over and ran it twice; the load appended blindly.
     "dolphinscheduler-fake-death-duplicates": Case(
         "apache/dolphinscheduler#8110",
-        {"recovery_point_store": "broker_or_orchestrator", "duplicate_cost": "annoying", "work_shape": "single_task",
+        {"symptoms": "duplicate_effect", "recovery_point_store": "broker_or_orchestrator", "duplicate_cost": "annoying", "work_shape": "single_task",
          "workers": "many", "inbound_duplicates": "possible"},
         "idempotent-retry", "unique-key-with-effect", also_missing=("lease-longer-than-run",)),
     # An agent graph rerun from zero after every failure: reruns are the wrong category for it.
     "hive-agents-restart-from-zero": Case(
         "aden-hive/hive#2324",
-        {"duration": "hours", "work_shape": "multi_step_flow", "nondeterminism": "nondeterministic"},
+        {"symptoms": "redone_from_zero", "duration": "hours", "work_shape": "multi_step_flow", "nondeterminism": "nondeterministic"},
         "idempotent-retry", None, fits=False, builds="journal-nondeterministic-results"),
 }  # fmt: skip
 

@@ -27,6 +27,7 @@ from advisor.review.plan import (
     ENGINE_OWNER,
     NOT_OWNED,
     depends_on_unanswered,
+    likely,
     target_design,
     unanswered_conditions,
     verification_plan,
@@ -111,8 +112,7 @@ def this_week_order(findings: Sequence[Finding]) -> tuple[Finding, ...]:
     best = max((f.score for f in findings), default=0.0)
 
     def key(f: Finding) -> tuple[bool, bool, int, int]:
-        likely = f.score > 0 and f.score * 2 >= best
-        return f.status != "no", not likely, EFFORTS.index(f.control.effort), f.number
+        return f.status != "no", not likely(f.score, best), EFFORTS.index(f.control.effort), f.number
 
     return tuple(sorted(findings, key=key))
 

@@ -40,6 +40,11 @@ DRILL_RECORDS, DRILL_KILLS = 2000, 10
 SINGLE_WORKER = {("checkpoint_store", "file")}
 
 
+def likely(score: float, best: float) -> bool:
+    """A likely cause: the evidence points at it at least half as strongly as at the likeliest."""
+    return score > 0 and score * 2 >= best
+
+
 def depends_on_unanswered(control: Control, answers: Mapping[str, str]) -> bool:
     return any(q not in answers for q in control.applies_when)
 
@@ -130,19 +135,17 @@ def target_design(
     kept = [c for c in in_place if c.id in target_ids]
     described = {k.id for k in kept} | {f.control.id for f in findings}
     to_build = tuple(c for c in target_controls if c.id not in described)
-    steps = []
-    if owner is None:
-        steps.append(
-            f"Only if the team owns the engine (`{ENGINE_OWNER}=own_code`); for a framework or a product, configure it"
-            " instead: answer that question."
-        )
-    steps.append(
-        f"Weigh it apart from this week's fixes, which ship first whatever is decided"
-        + (f"; {numbers(carry)} carry over, {target.name} needs them too." if carry else ".")
+    owned = (
+        f" Only if the team owns the engine (`{ENGINE_OWNER}=own_code`); a framework or a product is configured instead."
+        if owner is None
+        else ""
     )
+    steps = [
+        "Weigh it apart from this week's fixes, which ship first whatever is decided"
+        + (f"; {numbers(carry)} carry over, {target.name} needs them too." if carry else ".")
+        + owned
+    ]
     steps.append(f"Add the recovery point: {_where(rec, target)}")
-    if to_build:
-        steps.append(f"Build the essential controls of {target.name} (below), one at a time, each with its check.")
     if target.adopt:
         steps.append(f"Switch over: {target.adopt}")
     steps.append(

@@ -101,10 +101,8 @@ def why_ranked(
 ) -> str:
     """One line: the symptom and the answers that put this control where it ranks."""
     head = f"Ranked {ordinal(position)}"
-    if status == "no" and not found.rules:
-        return f"{head}: you marked it missing."
     if not found.rules:
-        return ""  # nothing points here: the record names these findings together
+        return ""  # missing (its label says so) or unexplained (the record names those together)
     parts = []
     for rule, _ in found.rules[:2]:  # the two strongest reasons; more would be noise
         basis = _symptom_words(rule, seen, catalog) + [f"`{q}={answers[q]}`" for q in rule.when]

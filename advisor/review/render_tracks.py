@@ -11,12 +11,13 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
 from advisor.model.catalog import SYMPTOMS, Catalog, answer_values
-from advisor.review.plan import NOT_OWNED, depends_on_unanswered, ids, numbers, unanswered_conditions
+from advisor.review.plan import NOT_OWNED, likely, depends_on_unanswered, ids, numbers, unanswered_conditions
 
 if TYPE_CHECKING:
     from advisor.review.result import Finding, Review
 
 EFFORT_WORDS = {"setting": "a setting", "code": "a code change", "schema": "a schema change"}
+FULL_WEEK_LINES = 3  # this week spells out at least this many fixes with their checks
 
 
 def _end(text: str) -> str:
@@ -47,13 +48,15 @@ def _finding_lines(f: Finding) -> list[str]:
     label = "Missing" if f.status == "no" else "Unknown"
     here = f" Here: {'; '.join(f.here)}." if f.here else ""
     only = f" *Only if* {f.only_if}." if f.only_if else ""
-    ranked = [f"   - {f.ranked}"] if f.ranked else []  # unexplained ones are named together below the list
-    return [f"{f.number}. **{label}: {c.question}** (`{c.id}`){here}{only}", *ranked, f"   - Why: {_end(c.why)}"]
+    title = f"{f.number}. **{label}: {c.question}** (`{c.id}`){here}{only}"
+    if not f.ranked:  # nothing points here (they are named together below the list): one line
+        return [f"{title} *Why:* {_end(c.why)}"]
+    return [title, f"   - {f.ranked} *Why:* {_end(c.why)}"]
 
 
 def _unexplained_line(r: Review) -> list[str]:
     """One sentence for the findings no symptom or answer points at (they follow the catalog's order)."""
-    quiet = [f for f in r.findings if not f.ranked]
+    quiet = [f for f in r.findings if not f.ranked and f.status == "unknown"]
     if not quiet or not (r.seen.symptoms or any(f.ranked for f in r.findings)):
         return []
     return [f"{numbers(quiet)[0].upper()}{numbers(quiet)[1:]}: nothing you saw points at {'them' if len(quiet) > 1 else 'it'};"
@@ -71,11 +74,10 @@ def findings_section(r: Review, catalog: Catalog) -> list[str]:
         out.append("")
         for f in r.findings:
             out += _finding_lines(f)
-        out += _unexplained_line(r)
     stood = dict((other, c) for c, other in r.stood_in)
     not_needed = [f"`{c.id}`" + (f" (your answer for it is read as `{stood[c.id]}`)" if c.id in stood else "")
                   for c in r.not_needed]  # fmt: skip
-    rest = ([f"In place: {ids(r.in_place)}."] if r.in_place else []) + (
+    rest = _unexplained_line(r) + ([f"In place: {ids(r.in_place)}."] if r.in_place else []) + (
         [f"Not needed with these answers: {', '.join(not_needed)}."] if not_needed else []
     )
     if r.undecided:
@@ -128,7 +130,19 @@ def this_week_section(r: Review) -> list[str]:
     )
     if r.owner == "product":
         intro += " You run a product: a fix that is none of its settings goes to its maintainers, the failed check as evidence."
-    return out + [intro, ""] + [_week_line(i, f) for i, f in enumerate(r.this_week, 1)]
+    # In full: what is missing and the likely causes (at least FULL_WEEK_LINES); the other
+    # findings share one line — their checks are a command away.
+    best = max((f.score for f in r.this_week), default=0.0)
+    full = [f for f in r.this_week if f.status == "no" or likely(f.score, best)]
+    full += [f for f in r.this_week if f not in full][: max(0, FULL_WEEK_LINES - len(full))]
+    lines = [_week_line(i, f) for i, f in enumerate(full, 1)]
+    rest = [f for f in r.this_week if f not in full]
+    if rest and r.current is not None:
+        lines.append(
+            f"{len(full) + 1}. Then check {numbers(rest)} ({ids([f.control for f in rest])}) and fix what fails;"
+            f" each one's check and fix: `advisor explain {r.current.strategy}`."
+        )
+    return out + [intro] + lines  # a list may follow its paragraph directly (CommonMark)
 
 
 def target_section(r: Review, catalog: Catalog) -> list[str]:
@@ -144,7 +158,11 @@ def target_section(r: Review, catalog: Catalog) -> list[str]:
     if r.to_build:
         configured = r.current is not None and not r.rewrites and r.owner in NOT_OWNED
         name = rec.top.strategy.name if configured else s.name
-        lead = f"What {name} would add, asked of its configuration:" if configured else f"Essential controls of {name} to put in place:"
+        lead = (
+            f"What {name} would add, asked of its configuration:"
+            if configured
+            else f"Essential controls of {name} to build, one at a time, each with its check:"
+        )
         decided = [c for c in r.to_build if not depends_on_unanswered(c, rec.answers)]
         maybe = [c for c in r.to_build if depends_on_unanswered(c, rec.answers)]
         out += ["", lead] if decided else [""]
