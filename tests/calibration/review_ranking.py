@@ -130,10 +130,13 @@ def main(argv: list[str] | None = None) -> int:
         recorded[part] = {**found, "with_context": {k: with_context[k] for k in ("first", "first_two")},
                           "measured": dt.date.today().isoformat()}
         FIGURES.write_text(yaml.safe_dump(recorded, sort_keys=False), encoding="utf-8")
-        print(f"recorded in {FIGURES.relative_to(HERE.parents[1])}")
+        import calibration_docs  # this directory is on sys.path when run as a script
+
+        calibration_docs.main(["--write"])
+        print(f"recorded in {FIGURES.relative_to(HERE.parents[1])} and docs/calibration.md")
     return 0
 
 
 if __name__ == "__main__":
-    sys.path.insert(0, str(HERE.parents[1]))
+    sys.path.insert(0, str(HERE))
     raise SystemExit(main())
