@@ -103,8 +103,11 @@ def why_ranked(
     head = f"Ranked {ordinal(position)}"
     if not found.rules:
         return ""  # missing (its label says so) or unexplained (the record names those together)
+    # The two strongest reasons; a weak one (weight 1) or one about the answers alone only when
+    # nothing stronger is said: more would be noise.
+    shown = [found.rules[0]] + [(r, w) for r, w in found.rules[1:] if w >= 2 and r.symptoms][:1]
     parts = []
-    for rule, _ in found.rules[:2]:  # the two strongest reasons; more would be noise
+    for rule, _ in shown:
         basis = _symptom_words(rule, seen, catalog) + [f"`{q}={answers[q]}`" for q in rule.when]
         parts.append(f"{rule.says} ({', '.join(basis)})")
     lead = "you marked it missing, and " if status == "no" else ""

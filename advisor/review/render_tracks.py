@@ -46,7 +46,8 @@ def _evidence_line(r: Review, catalog: Catalog) -> str:
 def _finding_lines(f: Finding) -> list[str]:
     c = f.control
     label = "Missing" if f.status == "no" else "Unknown"
-    here = f" Here: {'; '.join(f.here)}." if f.here else ""
+    said = [h for h in f.here if h.rsplit("(", 1)[-1].rstrip(")") not in f.ranked]  # the rank line names it
+    here = f" Here: {'; '.join(said)}." if said else ""
     only = f" *Only if* {f.only_if}." if f.only_if else ""
     title = f"{f.number}. **{label}: {c.question}** (`{c.id}`){here}{only}"
     if not f.ranked:  # nothing points here (they are named together below the list): one line

@@ -1,4 +1,4 @@
-"""Review, step 2: the current strategy's essential controls, each yes / no / unknown.
+"""Review, step 3: the current strategy's essential controls, each yes / no / unknown.
 
 Only the controls that apply to the answers are asked; the highlighted one shows why it
 matters (worded for the answers) and how to check it.
@@ -76,7 +76,7 @@ class ControlsScreen(Screen[None]):
     def on_mount(self) -> None:
         session = self.session
         strategy = session.catalog.strategy(self.strategy_id)
-        self.query_one(ReviewSteps).show(1, len(session.answers), len(session.catalog.questions))
+        self.query_one(ReviewSteps).show(2, len(session.answers), len(session.catalog.questions))
         if session.current is not None and session.current.strategy == self.strategy_id:
             self.states = dict(session.current.controls)
         controls = self.controls()

@@ -1,4 +1,4 @@
-"""Review, step 1: which strategy the job uses today (from the catalog), and what happened."""
+"""Review, step 2: which strategy the job uses today (from the catalog), and what happened."""
 
 from __future__ import annotations
 
@@ -49,7 +49,7 @@ class CurrentStrategyScreen(Screen[None]):
 
     def on_mount(self) -> None:
         session = self.session
-        self.query_one(ReviewSteps).show(0, len(session.answers), len(session.catalog.questions))
+        self.query_one(ReviewSteps).show(1, len(session.answers), len(session.catalog.questions))
         options = self.query_one("#current-strategies", OptionList)
         for n, s in enumerate(session.catalog.strategies, start=1):
             options.add_option(Option(f"{n}  {s.name}", id=s.id))

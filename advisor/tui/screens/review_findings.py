@@ -1,5 +1,6 @@
-"""Review, step 3: the findings, fit verdict, migration path and verification plan, rendered
-exactly as the decision record (``advisor review``) writes them."""
+"""Review, step 4: the findings (each saying why it ranks where it does), the fit verdict, this
+week's fixes, the target design and the verification plan, rendered exactly as the decision
+record (``advisor review``) writes them."""
 
 from __future__ import annotations
 
@@ -56,7 +57,7 @@ class FindingsScreen(Screen[None]):
     def show(self) -> None:
         session = self.app.session
         assert session is not None
-        self.query_one(ReviewSteps).show(2, len(session.answers), len(session.catalog.questions))
+        self.query_one(ReviewSteps).show(3, len(session.answers), len(session.catalog.questions))
         title = self.query_one("#findings-title", Static)
         body = self.query_one("#findings-text", Static)
         try:
