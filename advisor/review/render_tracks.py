@@ -30,7 +30,10 @@ def _evidence_line(r: Review, catalog: Catalog) -> str:
     question = catalog.question(SYMPTOMS) if SYMPTOMS in catalog.question_ids else None
     if question is None or not catalog.evidence.rules:
         return "Ranked in the order the strategy declares its controls."
-    label = lambda s: question.choice(s).label.split(" — ")[0].lower()  # noqa: E731
+
+    def label(symptom: str) -> str:
+        return question.choice(symptom).label.split(" — ")[0].lower()
+
     parts = []
     if r.seen.answered:
         parts.append(f"ranked by what you saw ({', '.join(map(label, r.seen.answered))}) and your answers")

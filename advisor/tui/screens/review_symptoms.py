@@ -38,7 +38,7 @@ class SymptomsScreen(Screen[None]):
     BINDINGS = [
         Binding("escape,left", "back", "Back", key_display="←", priority=True),
         Binding("right", "next", "Strategy", key_display="→", priority=True),
-        *(Binding(str(n), f"toggle({n})", "Toggle", show=n == 1, key_display="1-7") for n in range(1, 8)),
+        *(Binding(str(n), f"toggle_symptom({n})", "Toggle", show=n == 1, key_display="1-7") for n in range(1, 8)),
     ]
 
     app: AdvisorAppBase
@@ -84,7 +84,7 @@ class SymptomsScreen(Screen[None]):
         value = MULTIPLE_SEPARATOR.join(v for v in order if v in chosen)
         self.session.answer(SYMPTOMS, value or UNKNOWN)
 
-    def on_selection_list_selected_changed(self, event: SelectionList.SelectedChanged) -> None:
+    def on_selection_list_selected_changed(self, event: SelectionList.SelectedChanged[str]) -> None:
         self.save()
 
     def show_help(self) -> None:
@@ -100,7 +100,7 @@ class SymptomsScreen(Screen[None]):
             text = catalog.question(SYMPTOMS).choice(str(symptoms.get_option_at_index(index).value)).help
         self.query_one("#symptom-help", Static).update(text)
 
-    def on_selection_list_selection_highlighted(self, event: SelectionList.SelectionHighlighted) -> None:
+    def on_selection_list_selection_highlighted(self, event: SelectionList.SelectionHighlighted[str]) -> None:
         self.show_help()
 
     def on_option_list_option_highlighted(self, event: OptionList.OptionHighlighted) -> None:
@@ -113,7 +113,7 @@ class SymptomsScreen(Screen[None]):
         self.session.answer(ENGINE_OWNER, event.option_id or UNKNOWN)
         self.action_next()
 
-    def action_toggle(self, number: int) -> None:
+    def action_toggle_symptom(self, number: int) -> None:
         symptoms = self.query_one("#symptom-list", SelectionList)
         if 0 < number <= symptoms.option_count:
             symptoms.toggle(symptoms.get_option_at_index(number - 1).value)  # SelectedChanged saves
