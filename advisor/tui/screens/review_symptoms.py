@@ -7,22 +7,18 @@ exported answers file and ``advisor review --answers`` rank the same way.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Vertical
-from textual.screen import Screen
 from textual.widgets import Footer, Header, OptionList, SelectionList, Static
 from textual.widgets.option_list import Option
 from textual.widgets.selection_list import Selection
 
 from advisor.model.catalog import MULTIPLE_SEPARATOR, SYMPTOMS, answer_values
-from advisor.tui.session import UNKNOWN, Session
+from advisor.tui.screens.review_base import ReviewStepScreen
+from advisor.tui.session import UNKNOWN
 from advisor.tui.widgets.review_steps import ReviewSteps
 
-if TYPE_CHECKING:
-    from advisor.tui.base import AdvisorAppBase
 
 ENGINE_OWNER = "engine_owner"
 
@@ -32,8 +28,10 @@ def short(label: str) -> str:
     return label.split(" — ")[0]
 
 
-class SymptomsScreen(Screen[None]):
+class SymptomsScreen(ReviewStepScreen):
     """space (or 1-7) toggles a symptom; tab moves to the engine's owner; → or enter goes on."""
+
+    STEP = 0
 
     BINDINGS = [
         Binding("escape,left", "back", "Back", key_display="←", priority=True),
@@ -41,7 +39,6 @@ class SymptomsScreen(Screen[None]):
         *(Binding(str(n), f"toggle_symptom({n})", "Toggle", show=n == 1, key_display="1-7") for n in range(1, 8)),
     ]
 
-    app: AdvisorAppBase
 
     def compose(self) -> ComposeResult:
         yield Header()
@@ -54,14 +51,9 @@ class SymptomsScreen(Screen[None]):
             yield Static("", id="symptom-help")
         yield Footer()
 
-    @property
-    def session(self) -> Session:
-        assert self.app.session is not None
-        return self.app.session
-
     def on_mount(self) -> None:
         session = self.session
-        self.query_one(ReviewSteps).show(0, len(session.answers), len(session.catalog.questions))
+        self.show_steps()
         seen = set(answer_values(session.answers, SYMPTOMS))
         symptoms = self.query_one("#symptom-list", SelectionList)
         for n, choice in enumerate(session.catalog.question(SYMPTOMS).choices, start=1):
