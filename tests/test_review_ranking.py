@@ -244,7 +244,7 @@ def test_a_good_rule_loads_and_a_catalog_without_the_file_ranks_by_declaration(c
     "name,old,new,key,reason",
     [
         ("evidence.yaml", "  duplicate_effect: [", "  double_charge: [", "keywords.double_charge", "unknown symptom"),
-        ("checkpoint.yaml", "applies_when: {recovery_point_store: [local_disk]}",
+        ("checkpoint.yaml", "applies_when: {recovery_point_store: [local_disk, object_storage]}",
          "applies_when: {symptoms: [corrupt_state]}", "applies_when.symptoms", "several values"),
         ("checkpoint.yaml", "    effort: setting\n", "    effort: cheap\n", "effort", "cheapest first"),
         ("checkpoint.yaml", "stands_in_for: results-and-progress-together", "stands_in_for: results-together",
