@@ -5,7 +5,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed-stamp
 
-.PHONY: run test setup postgres java rabbitmq bench docs typecheck clean
+.PHONY: run test setup postgres java rabbitmq lazyfs bench docs typecheck clean
 
 # Re-install only when the project's dependencies change.
 $(STAMP): pyproject.toml
@@ -43,7 +43,21 @@ rabbitmq:
 	   && (service rabbitmq-server stop >/dev/null 2>&1 || true)) \
 	  || echo "warning: RabbitMQ could not be installed; the queue-input tests will fail"; fi
 
-test: setup postgres java rabbitmq
+# LazyFS (a FUSE filesystem that drops un-fsynced writes on command) serves the power-loss tests. Found by
+# the mount manager itself ($$LAZYFS_BIN, PATH, /usr/local/bin, .lazyfs/bin); else built from
+# ../shared/third_party/lazyfs when that folder exists (~2.5 min on 2 cores; into /usr/local as root,
+# .lazyfs otherwise). Without it the power-loss tests are skipped and say why and how to get it.
+LAZYFS_PY     := templates/project/src/{{package_name}}/drill/lazyfs.py
+LAZYFS_SRC    ?= ../shared/third_party/lazyfs
+LAZYFS_PREFIX ?= $(if $(filter 0,$(shell id -u)),/usr/local,$(CURDIR)/.lazyfs)
+lazyfs:
+	@$(PYTHON) "$(LAZYFS_PY)" >/dev/null; if [ $$? = 1 ] && [ -x $(LAZYFS_SRC)/build.sh ]; then \
+	  echo "building LazyFS from $(LAZYFS_SRC) into $(LAZYFS_PREFIX) (~2.5 minutes)"; \
+	  $(LAZYFS_SRC)/build.sh $(LAZYFS_PREFIX) || true; fi; \
+	$(PYTHON) "$(LAZYFS_PY)" >/dev/null || { $(PYTHON) "$(LAZYFS_PY)"; \
+	  echo "warning: LazyFS cannot run here; the power-loss tests will be skipped"; }
+
+test: setup postgres java rabbitmq lazyfs
 	$(BIN)/python -m pytest -n 2 -q $(PYTEST_ARGS)
 
 bench: setup

@@ -85,7 +85,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="the incident or the job, in the team's words (@FILE reads a file)")  # fmt: skip
     p.add_argument("--context-file", metavar="FILE", help="read --context from a file")
     p.add_argument("--chosen", metavar="ID", help="record this strategy as the decision instead of the top pick")
-    p.add_argument("--title", default="the long-running job", help="what the record is about")
+    p.add_argument("--title", default=None,
+                   help="the job's name for the title (default: the context's first sentence, else the job your answers describe)")
     p.add_argument("--force", action="store_true", help="overwrite an existing --out file")
     p.add_argument("--probe", metavar="REPORT", help="a report from `advisor probe --out`: its figures become"
                    " evidence in the verification plan")

@@ -255,9 +255,11 @@ def test_the_recipe_is_worded_for_the_answers(catalog):
     assert sid == "checkpoint" and "pointer" in r.where and "processed_offset" not in r.where
     sid, r = recipe(work_shape="record_batch", duration="hours", work_discovery="discovered")
     assert sid == "checkpoint" and "frontier" in r.where
+    # a Kafka consumer gets Kafka's words (tests/test_stack_words.py: every broker its own)
     sid, r = recipe(work_shape="unbounded_stream", recovery_point_store="broker_or_orchestrator", duration="hours",
-                    workers="many")  # fmt: skip
-    assert sid == "stream-checkpoint" and "consumer-group offsets" in r.where and "revoked" in r.where
+                    workers="many", broker="kafka")  # fmt: skip
+    assert sid == "stream-checkpoint" and "consumer group's committed offsets" in r.where
+    assert "onPartitionsRevoked" in r.how_often
     sid, r = recipe(work_shape="single_task", duration="seconds", external_effects="plain_api",
                     duplicate_cost="unacceptable")  # fmt: skip
     assert sid == "idempotent-retry" and "reconciliation" in r.duplicates
@@ -315,7 +317,10 @@ SINGLE = [
     ("work_shape", "unbounded_stream", "stream-checkpoint"),  # what stream frameworks are for
     ("recovery_point_store", "stream_engine", "stream-checkpoint"),  # the framework already keeps it
     ("work_shape", "multi_step_flow", "state-machine"),  # steps to track
-    ("nondeterminism", "nondeterministic", "state-machine"),  # results journaled per step
+    # a nondeterministic step alone says nothing about a flow or a history: no state machine's or
+    # event log's bonus (their gates, issue 24), so the simple default stands
+    ("nondeterminism", "nondeterministic", "checkpoint"),
+    ("work_discovery", "discovered", "checkpoint"),  # work found as it runs: a frontier table
     ("audit", "required", "event-sourcing"),  # history is the point
     ("recovery_point_store", "event_log", "event-sourcing"),  # the changes are already events
     ("inbound_duplicates", "possible", "idempotent-retry"),  # a dedupe key, not a ledger

@@ -67,7 +67,8 @@ def test_sections_in_order_without_one(catalog):
 
 def test_title_and_outcome(catalog):
     text = record(catalog)
-    assert text.splitlines()[0] == "# Continuity mechanism for the long-running job: Checkpoint + state table"
+    # no context, no --title: the job as the answers describe it (a record batch), never one title for all
+    assert text.splitlines()[0] == "# Continuity mechanism for the batch job: Checkpoint + state table"
     assert 'Chosen option: "Checkpoint + state table" (`checkpoint`)' in text
     for s in catalog.strategies:
         assert f"**{s.name}** (`{s.id}`" in section(text, "## Considered options")

@@ -110,7 +110,7 @@ def test_kills_through_the_queue_lose_nothing_and_double_nothing(strategy: str, 
     _assert_exactly_once(random)
     assert random["kills_landed"] == 5, random
     # Every window, the consumer's (ack after commit, submit before work) and the strategy's.
-    windows = subprocess.run([sys.executable, "-c", f"from {generated.package} import strategy; "
+    windows = subprocess.run([sys.executable, "-c", f"from {generated.package}.runtime import strategy; "
                               "print(' '.join(strategy.load().WINDOWS))"],
                              env=_env(generated, broker.url), capture_output=True, text=True).stdout.split()
     assert {"after_commit_before_ack", "after_submit_before_work"} <= set(windows), windows

@@ -74,8 +74,13 @@ def test_every_rule_names_a_template_question_and_one_of_its_choices(catalog: Ca
         # local disk: the progress file, even with several workers (the catalog warns of that conflict)
         ({"recovery_point_store": "local_disk", "workers": "many"},
          {"checkpoint_store": "file", "state_store": "postgresql"}),
-        # the platform holds the recovery point: the queue input
-        ({"recovery_point_store": "broker_or_orchestrator"}, {"input_source": "rabbitmq"}),
+        # RabbitMQ delivers the work: the template's RabbitMQ queue input
+        ({"broker": "rabbitmq"}, {"input_source": "rabbitmq"}),
+        # another broker or an orchestrator holds the position: never the RabbitMQ input (an
+        # Airflow task was once told to verify itself with `--set input_source=rabbitmq`)
+        ({"recovery_point_store": "broker_or_orchestrator", "runner": "airflow"}, {}),
+        ({"recovery_point_store": "broker_or_orchestrator", "broker": "kafka"}, {}),
+        ({"recovery_point_store": "broker_or_orchestrator"}, {}),
         ({}, {}),
     ],
 )  # fmt: skip
@@ -124,7 +129,7 @@ def test_the_effect_kind_follows_the_answers_where_the_template_asks_it(catalog:
 def test_the_queue_input_only_where_a_message_is_a_unit_of_work(catalog: Catalog) -> None:
     if not asked("input_source", "idempotent-retry"):
         pytest.skip("templates/copier.yml does not define input_source yet")
-    broker = {"recovery_point_store": "broker_or_orchestrator"}
+    broker = {"recovery_point_store": "broker_or_orchestrator", "broker": "rabbitmq"}
     assert {s.key: s.value for s in settings_for("idempotent-retry", broker, catalog)}["input_source"] == "rabbitmq"
     assert "input_source" not in {s.key for s in settings_for("stream-checkpoint", broker, catalog)}
     local = {**broker, "workers": "one"}

@@ -152,11 +152,18 @@ def test_answer_words(catalog, question: str, value: str | None, expected: str) 
     assert answer_words(Session(catalog, Path(".")), question, value) == expected
 
 
-@pytest.mark.parametrize(("margin", "words"), [(1.0, "1 point"), (0.0, "0 points"), (1.5, "1.5 points")])
-def test_points(margin: float, words: str) -> None:
-    from advisor.tui.widgets.alerts import points
+@pytest.mark.parametrize(
+    ("margin", "words"),
+    [
+        (1.0, "1 point ahead of X"),  # one point, singular
+        (0.0, "tied with X"),  # a tie is said to be one, never "0 points ahead" (issue 24)
+        (1.5, "1.5 points ahead of X"),
+    ],
+)
+def test_lead_words(margin: float, words: str) -> None:
+    from advisor.model.recommendation import lead_words
 
-    assert points(margin) == words
+    assert lead_words(margin, "X") == words
 
 
 def test_step_summary_when_revisiting() -> None:

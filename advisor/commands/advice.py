@@ -70,6 +70,8 @@ def cmd_recommend(args: argparse.Namespace) -> int:
         for w in rec.warnings:
             print(bullet(w.message))
             print(f"    revisit: {', '.join(w.revisit)}" + (f"  ({w.reference})" if w.reference else ""))
+            if w.ignored:
+                print(f"    not scored while this holds: {', '.join(w.ignored)}")
     if close is not None:
         print(f"\nClose call (a lead under {close.threshold:g} points). What would settle it:")
         if not close.settle:

@@ -21,12 +21,11 @@ def catalog_for(args: argparse.Namespace) -> Catalog:
 
 
 def answers_for(args: argparse.Namespace, catalog: Catalog) -> dict[str, str]:
-    """Answers from --answers FILE, then --set flags on top (flags win)."""
-    from advisor.model.answers import load_answers_file, parse_set_flags
+    """Answers from --answers FILE, then --set flags on top (flags win; `--set ID=unknown` clears ID)."""
+    from advisor.model.answers import apply_set_flags, load_answers_file
 
     answers = load_answers_file(Path(args.answers), catalog) if args.answers else {}
-    answers.update(parse_set_flags(args.set or [], catalog))
-    return {q: answers[q] for q in catalog.question_ids if q in answers}
+    return apply_set_flags(answers, args.set or [], catalog)
 
 
 def print_json(data: object) -> None:

@@ -11,7 +11,7 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 
-from advisor.model.catalog import Catalog, Condition, Strategy
+from advisor.model.catalog import Catalog, Condition, Fit, Strategy
 from advisor.model.loader import load_catalog
 from advisor.model.template_questions import generated_strategies
 
@@ -60,6 +60,26 @@ def evidence_section(catalog: Catalog) -> list[str]:
     return out
 
 
+def _gate(strategy: Strategy, fit: Fit) -> str:
+    """" (only when `work_shape` is `multi_step_flow`; or …)" for a weight that needs a gate."""
+    return f" (only when {'; or '.join(when(c) for c in fit.gate)})" if fit.gate else ""
+
+
+def stack_words_section(catalog: Catalog) -> list[str]:
+    """The [[terms]] texts may name, their default words, and the stacks that reword them."""
+    words = catalog.words
+    if not words.defaults:
+        return []
+    out = ["", "## The team's own words", "",
+           "A text below that names a term is worded for the answers (`strategies/stack-words.yaml`):",
+           "per term, the first stack whose condition holds and that rewords it; else the default",
+           "printed here, true for any stack.", "", "| term | default words |", "|---|---|"]  # fmt: skip
+    out += [f"| `[[{term}]]` | {text} |" for term, text in words.defaults.items()]
+    out += ["", "| stack | when | terms it rewords |", "|---|---|---|"]
+    out += [f"| `{s.id}` | {when(s.when)} | {', '.join(f'`{t}`' for t in s.words)} |" for s in words.stacks]
+    return out
+
+
 def render(catalog: Catalog) -> str:
     out = [HEADER, "", "# The strategy catalog", ""]
     out += ["| id | strategy | recovery granularity |", "|---|---|---|"]
@@ -75,11 +95,16 @@ def render(catalog: Catalog) -> str:
         "allowed strategies the score is the prior plus each answer's weight; ties go to the simpler",
         f"strategy. A lead under **{catalog.close_call_margin:g} points** is a close call, flagged with the",
         "unanswered question that would settle it. See [decision-model.md](decision-model.md).",
-        "", "## Conflicting answers", "", "| when | message | revisit |", "|---|---|---|",
+        "", "## Conflicting answers", "",
+        "An answer in the last column is meaningless while the conflict holds: it moves no score.",
+        "", "| when | message | revisit | not scored |", "|---|---|---|---|",
     ]  # fmt: skip
     out += [
-        f"| {when(c.when)} | {c.message} | {', '.join(f'`{q}`' for q in c.revisit)} |" for c in catalog.conflicts
+        f"| {when(c.when)} | {c.message} | {', '.join(f'`{q}`' for q in c.revisit)} |"
+        f" {', '.join(f'`{q}`' for q in c.ignore)} |"
+        for c in catalog.conflicts
     ]
+    out += stack_words_section(catalog)
     out += evidence_section(catalog)
     out += ["", "## Questions", ""]
     for q in catalog.questions:
@@ -114,7 +139,7 @@ def render(catalog: Catalog) -> str:
             out.append(f"- **{p.title}** {p.problem} *Fix:* {p.fix}")
             out += [f"  - when {when(c.when)}: {c.fix}" for c in p.fix_cases]
         out += ["", "**How answers move its score**", "", "| answer | weight | why |", "|---|---|---|"]
-        out += [f"| `{f.question}={f.value}` | {f.score:+g} | {f.why} |" for f in s.fits]
+        out += [f"| `{f.question}={f.value}` | {f.score:+g}{_gate(s, f)} | {f.why} |" for f in s.fits]
         if s.prior:
             out.append(f"| (prior) | {s.prior:+g} | {s.prior_why} |")
         out += controls_section(s)

@@ -203,6 +203,17 @@ def _takes_several(catalog: Catalog, question_id: str) -> bool:
     return question_id in catalog.question_ids and catalog.question(question_id).multiple
 
 
+def apply_set_flags(answers: Mapping[str, str], items: Iterable[str], catalog: Catalog) -> dict[str, str]:
+    """``answers`` (e.g. from a file) with ``--set`` flags on top: a flag wins, and
+    ``--set ID=unknown`` clears the answer the file gave (the last flag for an id counts)."""
+    items = list(items)
+    flags = parse_set_flags(items, catalog)  # validates every flag first
+    last = {key.strip(): value.strip() for key, _, value in (item.partition("=") for item in items)}
+    merged = {q: v for q, v in answers.items() if last.get(q) != UNKNOWN}
+    merged.update(flags)
+    return {q: merged[q] for q in catalog.question_ids if q in merged}
+
+
 def parse_control_flags(items: Iterable[str], catalog: Catalog, strategy: str) -> dict[str, str]:
     """Turn ``["commit-on-revoke=no", ...]`` into control states of ``strategy``'s controls."""
     raw: dict[object, object] = {}
@@ -228,7 +239,7 @@ def review_input(
     """Combine an answers file and flags (flags win). A --current naming another strategy than the
     file's drops the file's control states (they belong to the other strategy)."""
     base = load_review_file(answers_file, catalog) if answers_file else ReviewInput({})
-    answers = {**base.answers, **parse_set_flags(set_flags, catalog)}
+    answers = apply_set_flags(base.answers, set_flags, catalog)
     design = base.current
     if current is not None:
         design = validate_current(current, None, catalog, source="--current")

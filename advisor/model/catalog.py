@@ -11,6 +11,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
+from advisor.model.words import Words, say
+
 GRANULARITIES = ("task", "record", "event")
 # evidence: what the team saw and who owns the engine — the review ranks and words its findings
 # with them; no strategy's score depends on them.
@@ -101,8 +103,13 @@ class Pitfall:
         )
 
     def fix_for(self, answers: Mapping[str, str]) -> str:
-        """The fix worded for these answers (the general fix when no case holds)."""
-        return next((c.fix for c in self.fix_cases if condition_holds(c.when, answers)), self.fix)
+        """The fix worded for these answers (the general fix when no case holds), in the team's words."""
+        fix = next((c.fix for c in self.fix_cases if condition_holds(c.when, answers)), self.fix)
+        return say(fix, answers)
+
+    def problem_for(self, answers: Mapping[str, str]) -> str:
+        """The problem in the team's words (its examples from their domain and stack)."""
+        return say(self.problem, answers)
 
 
 @dataclass(frozen=True)
@@ -143,6 +150,9 @@ class Conflict:
     message: str
     revisit: tuple[str, ...]  # the question ids to look at again
     reference: str | None = None
+    # Questions of ``when`` whose answer this conflict makes meaningless: while it holds they
+    # move no score (a compensation answer for a job that calls no other service).
+    ignore: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -153,6 +163,12 @@ class Fit:
     value: str
     score: float
     why: str
+    # The strategy's gate this weight needs (``needs:``): it counts only when one of these
+    # conditions holds (a state machine's bonuses only for a flow of steps). Empty: always.
+    gate: tuple[Condition, ...] = ()
+
+    def counts(self, answers: Mapping[str, str]) -> bool:
+        return not self.gate or any(condition_holds(c, answers) for c in self.gate)
 
 
 @dataclass(frozen=True)
@@ -168,7 +184,8 @@ class Note:
 
 @dataclass(frozen=True)
 class ControlCase:
-    """Wording of a control for particular answers (overrides why / how_to_check / fix)."""
+    """Wording of a control for particular answers: each field it sets replaces the general one
+    (per field, the first case that holds and sets it wins — as recipe cases do)."""
 
     when: Mapping[str, tuple[str, ...]]
     why: str | None = None
@@ -184,7 +201,7 @@ class Control:
     """An essential control of a strategy: what a design review asks the team (STYLE.md 14).
 
     ``applies_when`` limits it to some answers (an unanswered question does not rule it out);
-    ``cases`` reword it for particular answers, the first case that holds wins.
+    ``cases`` reword it for particular answers (per field, the first case that holds and sets it).
     """
 
     id: str
@@ -208,14 +225,18 @@ class Control:
         )
 
     def worded(self, answers: Mapping[str, str]) -> Control:
-        """This control with the first matching case's wording (itself when none matches)."""
-        for case in self.cases:
-            if case.holds(answers):
-                return replace(
-                    self, why=case.why or self.why, how_to_check=case.how_to_check or self.how_to_check,
-                    fix=case.fix or self.fix, cases=(),
-                )
-        return self
+        """This control worded for these answers: each of why / how_to_check / fix from the first
+        case that holds and sets it (else the general text), every text in the team's words."""
+        holding = [case for case in self.cases if case.holds(answers)]
+
+        def pick(name: str) -> str:
+            text = next((t for case in holding if (t := getattr(case, name))), getattr(self, name))
+            return say(text, answers)
+
+        return replace(
+            self, question=say(self.question, answers), why=pick("why"), how_to_check=pick("how_to_check"),
+            fix=pick("fix"), cases=(),
+        )  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -303,6 +324,7 @@ class Catalog:
     root: Path
     conflicts: tuple[Conflict, ...] = ()
     close_call_margin: float = 2.0  # a lead smaller than this is a close call (decision.yaml)
+    words: Words = field(default_factory=Words)  # the stacks' own words (stack-words.yaml)
     evidence: Evidence = field(default_factory=Evidence)  # the review's ranking rules (evidence.yaml)
 
     def question(self, question_id: str) -> Question:

@@ -11,7 +11,8 @@ import re
 from collections.abc import Mapping
 
 from advisor.model.catalog import EFFORTS, Control, ControlCase, Question
-from advisor.model.yaml_reader import Reader, conditions, optional_url
+from advisor.model.condition_reader import read_conditions, read_url
+from advisor.model.yaml_reader import Reader
 
 CONTROL_KEYS = ("id", "question", "why", "how_to_check", "fix", "applies_when", "reference", "cases", "covers",
                 "effort", "stands_in_for")  # fmt: skip
@@ -23,7 +24,7 @@ def _cases(c: Reader, questions: Mapping[str, Question]) -> tuple[ControlCase, .
     for j, raw_case in enumerate(c.data.get("cases") or []):
         k = Reader(c.path, raw_case, f"{c.key}.cases[{j}]")
         k.only("when", "why", "how_to_check", "fix")
-        when = conditions(k, "when", questions)
+        when = read_conditions(k, "when", questions)
         if not when:
             raise k.error("when", "a case needs the answers it holds for")
         words = {key: k.text(key) if k.data.get(key) is not None else None for key in ("why", "how_to_check", "fix")}
@@ -70,8 +71,8 @@ def load_controls(
                 why=c.text("why"),
                 how_to_check=c.text("how_to_check"),
                 fix=c.text("fix"),
-                applies_when=conditions(c, "applies_when", questions),
-                reference=optional_url(c, "reference"),
+                applies_when=read_conditions(c, "applies_when", questions),
+                reference=read_url(c, "reference"),
                 cases=_cases(c, questions),
                 covers=covers,
                 effort=effort,

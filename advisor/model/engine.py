@@ -6,17 +6,21 @@ The catalog holds every rule as data (STYLE.md 14); this module only evaluates t
    the condition holds. A ruled-out strategy ranks below every strategy that is not, whatever
    its score, so small bonuses for neutral answers never outvote a decisive answer.
 2. **Scores.** Among the strategies still allowed, each one's score is its prior plus, for
-   every answered question, the weight the catalog gives that answer (``fit``). The weights
-   carry their reasons: positive ones become "because" lines, negative ones "against" lines.
-   Ties go to the simpler strategy (the catalog's ``order``).
+   every answered question, the weight the catalog gives that answer (``fit``). A weight marked
+   ``needs: GATE`` counts only when one of the strategy's ``gates`` conditions holds (a state
+   machine's bonuses only for a flow of steps). The weights carry their reasons: positive ones
+   become "because" lines, negative ones "against" lines. Ties go to the simpler strategy (the
+   catalog's ``order``).
 3. **Conflicts.** ``conflicts.yaml`` names answers that contradict each other; each one that
-   holds becomes a warning naming the questions to revisit.
+   holds becomes a warning naming the questions to revisit. An answer the conflict calls
+   meaningless (``ignore``) moves no score, rules nothing out and words nothing while it holds.
 4. **Close calls.** A lead smaller than the catalog's ``close_call_margin`` is a close call;
    the engine names the unanswered questions (and values) that would settle it, or, when every
-   question is answered, the answers that decide it.
+   question is answered, the answers that decide it — only answers that raise no new conflict
+   and leave a strategy standing.
 5. **Recipe.** The winner's recovery point (where / how often / how duplicates and omissions
    are avoided) and its pitfall fixes, worded for the answers given (``recipes`` and
-   ``fix_when`` in the YAML).
+   ``fix_when`` in the YAML), in the team's own words (``stack-words.yaml``).
 
 Same answers → same output.
 """
@@ -25,8 +29,9 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 
-from advisor.model.catalog import Catalog, Conflict, Question, Strategy, condition_holds
+from advisor.model.catalog import Catalog, Conflict, Fit, Question, Strategy, condition_holds
 from advisor.model.recommendation import CloseCall, Ranked, Reason, Recipe, Recommendation, Settle, Swing, Warning
+from advisor.model.words import say
 
 # --- wording -----------------------------------------------------------------------
 
@@ -65,13 +70,30 @@ class DecisionModel:
     def __init__(self, catalog: Catalog) -> None:
         self.catalog = catalog
         self.questions = {q.id: q for q in catalog.questions}
-        self.weights = [
-            {(f.question, f.value): f.score for f in s.fits if f.score} for s in catalog.strategies
-        ]
+        self.weights = [{(f.question, f.value): f for f in s.fits if f.score} for s in catalog.strategies]
+        self.voiding = tuple(c for c in catalog.conflicts if c.ignore)
+        # The questions that can move a score or rule a strategy out; the rest (the stack's words:
+        # broker, runner, domain) only reword the advice, so no trial answer of theirs is tried.
+        deciding = {f.question for s in catalog.strategies for f in s.fits if f.score}
+        deciding |= {q for s in catalog.strategies for f in s.fits for c in f.gate for q in c}
+        deciding |= {q for s in catalog.strategies for r in s.rules for q in r.when}
+        deciding |= {q for c in self.voiding for q in c.when}
+        self.deciding = tuple(q for q in catalog.questions if q.id in deciding)
+
+    def scored(self, answers: Mapping[str, str]) -> dict[str, str]:
+        """The answers that count: without those a conflict that holds calls meaningless."""
+        void = {q for c in self.voiding if condition_holds(c.when, answers) for q in c.ignore}
+        return {q: v for q, v in answers.items() if q not in void}
 
     def score(self, index: int, answers: Mapping[str, str]) -> float:
+        """The prior plus every answer's weight that counts (``answers`` as :meth:`scored` gives them)."""
         weights = self.weights[index]
-        return self.catalog.strategies[index].prior + sum(weights.get(item, 0.0) for item in answers.items())
+        total = self.catalog.strategies[index].prior
+        for item in answers.items():
+            fit = weights.get(item)
+            if fit is not None and fit.counts(answers):
+                total += fit.score
+        return total
 
     def ruled_out(self, strategy: Strategy, answers: Mapping[str, str]) -> tuple[str, ...]:
         return tuple(_sentence(r.say) for r in strategy.rules if condition_holds(r.when, answers))
@@ -79,6 +101,7 @@ class DecisionModel:
     def rank(self, answers: Mapping[str, str]) -> list[tuple[bool, float, Strategy]]:
         """(ruled out?, score, strategy), best first: allowed strategies by score, then the
         ruled-out ones by the weight of the rules against them (then by score)."""
+        answers = self.scored(answers)
         rows = []
         for i, s in enumerate(self.catalog.strategies):
             fired = [r.severity for r in s.rules if condition_holds(r.when, answers)]
@@ -88,6 +111,13 @@ class DecisionModel:
 
     def pick(self, answers: Mapping[str, str]) -> str:
         return self.rank(answers)[0][2].id
+
+    def sound(self, answers: Mapping[str, str], known: frozenset[str]) -> bool:
+        """Answers worth suggesting: they raise no conflict beyond the ``known`` ones and leave a
+        strategy standing (never `recovery_point_store=nowhere` when it rules out everything)."""
+        if any(c.id not in known for c in self.conflicts(answers)):
+            return False
+        return not self.rank(answers)[0][0]
 
     def lead(self, answers: Mapping[str, str]) -> tuple[str, str, float]:
         """(top, runner-up, margin). A ruled-out runner-up behind an allowed top: no contest."""
@@ -103,12 +133,19 @@ class DecisionModel:
 # --- pieces of the recommendation ----------------------------------------------------
 
 
+def _counted(strategy: Strategy, question: str, value: str, answers: Mapping[str, str]) -> Fit | None:
+    """The strategy's weight for one answer, when it counts with these answers."""
+    fit = strategy.fit(question, value)
+    return fit if fit is not None and fit.score and fit.counts(answers) else None
+
+
 def _ranked(model: DecisionModel, strategy: Strategy, index: int, answers: Mapping[str, str]) -> Ranked:
     reasons = []
     for question, value in answers.items():
-        fit = strategy.fit(question, value)
-        if fit is not None and fit.score:
-            reasons.append(Reason(question, value, fit.score, _because(model.questions[question], value, fit.why)))
+        fit = _counted(strategy, question, value, answers)
+        if fit is not None:
+            why = say(fit.why, answers)
+            reasons.append(Reason(question, value, fit.score, _because(model.questions[question], value, why)))
     because = [r.text for r in sorted(reasons, key=lambda r: -r.weight) if r.weight > 0]
     against = [r.text for r in sorted(reasons, key=lambda r: r.weight) if r.weight < 0]
     if strategy.prior > 0:
@@ -132,14 +169,14 @@ def _why_not(model: DecisionModel, loser: Ranked, winner: Ranked, answers: Mappi
     for question, value in answers.items():
         if question in decided:  # the ruling-out sentence already says it
             continue
-        lf, wf = loser.strategy.fit(question, value), winner.strategy.fit(question, value)
+        lf, wf = _counted(loser.strategy, question, value, answers), _counted(winner.strategy, question, value, answers)
         lw, ww = (lf.score if lf else 0.0), (wf.score if wf else 0.0)
         if ww > lw:
             q = model.questions[question]
             if lf is not None and lw < 0:  # the loser's own reason names its weakness
-                text = _because(q, value, lf.why)
+                text = _because(q, value, say(lf.why, answers))
             elif wf is not None:
-                text = _because(q, value, f"{winner.strategy.name} fits better: {wf.why}")
+                text = _because(q, value, f"{winner.strategy.name} fits better: {say(wf.why, answers)}")
             else:
                 continue
             gaps.append((ww - lw, text))
@@ -153,33 +190,38 @@ def _why_not(model: DecisionModel, loser: Ranked, winner: Ranked, answers: Mappi
 
 
 def _swings(model: DecisionModel, answers: Mapping[str, str], top: str) -> tuple[Swing, ...]:
+    known = frozenset(c.id for c in model.conflicts(answers))
     swings = []
-    for q in model.catalog.questions:
+    for q in model.deciding:
         if q.id in answers:
             continue
         for value in q.values:
-            pick = model.pick({**answers, q.id: value})
-            if pick != top:
+            trial = {**answers, q.id: value}
+            pick = model.pick(trial)
+            if pick != top and model.sound(trial, known):
                 swings.append(Swing(q.id, value, pick))
     return tuple(swings)
 
 
 def _settle(model: DecisionModel, answers: Mapping[str, str], top: str, threshold: float) -> tuple[Settle, ...]:
     """Answers that would end a close call: a different pick, or the same pick with a lead of at
-    least the threshold. Unanswered questions first; when none settles it, the answers given."""
+    least the threshold. Unanswered questions first; when none settles it, the answers given.
+    Only sound answers (:meth:`DecisionModel.sound`): no new conflict, a strategy left standing."""
+    known = frozenset(c.id for c in model.conflicts(answers))
 
     def trial(candidates: Iterable[tuple[Question, str]], answered: bool) -> list[Settle]:
         found = []
         for q, value in candidates:
-            pick, _, margin = model.lead({**answers, q.id: value})
-            if pick != top or margin >= threshold:
+            trial = {**answers, q.id: value}
+            pick, _, margin = model.lead(trial)
+            if (pick != top or margin >= threshold) and model.sound(trial, known):
                 found.append(Settle(q.id, value, pick, margin, answered))
         return found
 
-    open_ = [(q, v) for q in model.catalog.questions if q.id not in answers for v in q.values]
+    open_ = [(q, v) for q in model.deciding if q.id not in answers for v in q.values]
     found = trial(open_, answered=False)
     if not found:
-        given = [(q, v) for q in model.catalog.questions if q.id in answers for v in q.values if v != answers[q.id]]
+        given = [(q, v) for q in model.deciding if q.id in answers for v in q.values if v != answers[q.id]]
         found = trial(given, answered=True)
     return tuple(found)
 
@@ -195,10 +237,10 @@ def _recipe(strategy: Strategy, answers: Mapping[str, str]) -> Recipe:
             text = getattr(case, name)
             if text and name not in fields:
                 fields[name] = text
-        steps += [s for s in case.steps if s not in steps]
+        steps += [step for step in (say(s, answers) for s in case.steps) if step not in steps]
     return Recipe(
-        fields.get("where", rp.where), fields.get("how_often", rp.how_often),
-        fields.get("duplicates", rp.duplicates), tuple(steps),
+        say(fields.get("where", rp.where), answers), say(fields.get("how_often", rp.how_often), answers),
+        say(fields.get("duplicates", rp.duplicates), answers), tuple(steps),
     )  # fmt: skip
 
 
@@ -209,14 +251,15 @@ def recipe_for(strategy: Strategy, answers: Mapping[str, str]) -> Recipe:
 
 def recommend(answers: Mapping[str, str], catalog: Catalog) -> Recommendation:
     """Rank every strategy for these (already validated) answers. Same input → same output."""
-    answers = {q.id: answers[q.id] for q in catalog.questions if q.id in answers}
+    given = {q.id: answers[q.id] for q in catalog.questions if q.id in answers}
     model = DecisionModel(catalog)
+    answers = model.scored(given)  # what counts: without the answers a conflict voids
     index = {s.id: i for i, s in enumerate(catalog.strategies)}
     order = [s for _, _, s in model.rank(answers)]
     ranking = tuple(_ranked(model, s, index[s.id], answers) for s in order)
     top = ranking[0]
     why_not = {r.strategy.id: _why_not(model, r, top, answers) for r in ranking[1:]}
-    notes = tuple(n.say for r in ranking[:2] for n in r.strategy.notes if n.holds(answers))
+    notes = tuple(say(n.say, answers) for r in ranking[:2] for n in r.strategy.notes if n.holds(answers))
     scenario = next(  # the typical case: an answer given agrees with it and none contradicts it
         (row for row in catalog.scenarios if row.strategy == top.strategy.id
          and all(answers.get(q) in (None, v) for q, v in row.answers.items())
@@ -224,7 +267,7 @@ def recommend(answers: Mapping[str, str], catalog: Catalog) -> Recommendation:
         None,
     )  # fmt: skip
 
-    warnings = [Warning(c.id, c.message, c.revisit, c.reference) for c in model.conflicts(answers)]
+    warnings = [Warning(c.id, c.message, c.revisit, c.reference, c.ignore) for c in model.conflicts(given)]
     if not top.allowed:  # every strategy is ruled out: the answers contradict each other
         warnings.append(Warning(
             "everything-ruled-out",
@@ -237,18 +280,19 @@ def recommend(answers: Mapping[str, str], catalog: Catalog) -> Recommendation:
     _, runner_up, margin = model.lead(answers)
     close = None
     if margin < catalog.close_call_margin:
-        settle = _settle(model, answers, top.strategy.id, catalog.close_call_margin)
+        settle = _settle(model, given, top.strategy.id, catalog.close_call_margin)
         close = CloseCall(runner_up, margin, catalog.close_call_margin, settle)
 
     return Recommendation(
-        answers=answers,
+        answers=given,
+        ignored=tuple(q for q in given if q not in answers),
         ranking=ranking,
         why_not=why_not,
         pitfalls=tuple(p for p in top.strategy.pitfalls if p.applies(answers)),
-        swings=_swings(model, answers, top.strategy.id),
+        swings=_swings(model, given, top.strategy.id),
         scenario=scenario,
         notes=notes,
-        unanswered=tuple(q.id for q in catalog.questions if q.id not in answers),
+        unanswered=tuple(q.id for q in catalog.questions if q.id not in given),
         warnings=tuple(warnings),
         close_call=close,
         recipe=_recipe(top.strategy, answers),
@@ -274,9 +318,12 @@ def open_questions(
     model = DecisionModel(catalog)
     answers = dict(answers)
     unanswered = [q for q in catalog.questions if q.id not in answers]
+    deciding = {q.id for q in model.deciding}
     top = catalog.strategy(model.pick(answers))
 
     def matters(q: Question, base: Mapping[str, str]) -> bool:
+        if q.id not in deciding:  # it moves no score and rules nothing out
+            return False
         picks = {model.pick({**base, q.id: v}) for v in q.values}
         return len(picks | {model.pick(base)}) > 1
 
@@ -294,7 +341,7 @@ def open_questions(
             and any(
                 matters(q, {**answers, other.id: v})
                 for other in unanswered
-                if other.id != q.id
+                if other.id != q.id and other.id in deciding
                 for v in other.values
             )
         ):

@@ -14,7 +14,8 @@ from pathlib import Path
 
 from advisor.model.catalog import SYMPTOMS, Evidence, EvidenceRule, Question, Strategy
 from advisor.model.parsed_cache import read_yaml
-from advisor.model.yaml_reader import Reader, conditions
+from advisor.model.condition_reader import read_conditions
+from advisor.model.yaml_reader import Reader
 
 _RULE_ID = re.compile(r"^[a-z][a-z0-9]*(-[a-z0-9]+)*$")
 
@@ -52,7 +53,7 @@ def _rule(r: Reader, questions: Mapping[str, Question], control_ids: Sequence[st
     if not _RULE_ID.match(rid):
         raise r.error("id", f"{rid!r} is not a rule id: use lowercase words joined by '-'")
     symptoms = _symptom_values(r, "symptoms", questions) if r.data.get("symptoms") is not None else ()
-    when = conditions(r, "when", questions)
+    when = read_conditions(r, "when", questions)
     if not symptoms and not when:
         raise r.error("when", "a rule needs `symptoms`, `when` or both: without either it would raise every case alike")
     return EvidenceRule(rid, symptoms, when, _weights(r, control_ids), r.text("says"))

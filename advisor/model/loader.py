@@ -13,6 +13,7 @@ Files:
 - ``template-settings.yaml``  template answers implied by answers (``advisor.model.template_settings``)
 - ``evidence.yaml``   the review's ranking rules: symptom × answers → control weights
   (``advisor.model.evidence_loader``)
+- ``stack-words.yaml``  the [[terms]] texts may name, worded per stack (``advisor.model.words_file``)
 - every other ``*.yaml`` one strategy, its file name equal to its ``id``
 """
 
@@ -28,7 +29,7 @@ from advisor.model.catalog import (
     QUESTION_GROUPS,
     Catalog,
     Choice,
-    Conflict,
+    Condition,
     Fit,
     FixCase,
     Note,
@@ -40,17 +41,19 @@ from advisor.model.catalog import (
     Scenario,
     Strategy,
 )
-from advisor.model.parsed_cache import read_yaml, save_cache
+from advisor.model.condition_reader import read_conditions as _conditions
+from advisor.model.condition_reader import read_url as _optional_url
+from advisor.model.condition_reader import read_when as _when
+from advisor.model.conflicts_file import load_close_call_margin, load_conflicts
 from advisor.model.controls_loader import load_controls
 from advisor.model.evidence_loader import load_evidence
-from advisor.model.yaml_reader import Reader
-from advisor.model.yaml_reader import conditions as _conditions
-from advisor.model.yaml_reader import optional_url as _optional_url
-from advisor.model.yaml_reader import required_condition as _when
+from advisor.model.parsed_cache import read_yaml, save_cache
+from advisor.model.words_file import WORDS_FILE, load_words
+from advisor.model.yaml_reader import LOADING_WORDS, Reader
 from advisor.paths import strategies_dir
 
 RESERVED_FILES = ("questions.yaml", "scenarios.yaml", "pitfalls.yaml", "conflicts.yaml", "decision.yaml",
-                  "template-settings.yaml", "evidence.yaml")
+                  "template-settings.yaml", "evidence.yaml", WORDS_FILE)
 
 
 def _question(path: Path, raw: object, index: int) -> Question:
@@ -131,36 +134,6 @@ def _recipes(r: Reader, questions: Mapping[str, Question]) -> tuple[RecipeCase, 
     return tuple(cases)
 
 
-def load_conflicts(path: Path, questions: Mapping[str, Question]) -> tuple[Conflict, ...]:
-    if not path.exists():
-        return ()
-    top = Reader(path, read_yaml(path))
-    out: list[Conflict] = []
-    for i, raw in enumerate(top.items("conflicts")):
-        c = Reader(path, raw, f"conflicts[{i}]")
-        c.only("id", "when", "message", "revisit", "reference")
-        revisit = c.texts("revisit")
-        for qid in revisit:
-            if qid not in questions:
-                raise c.error("revisit", f"unknown question {qid!r}; known: {', '.join(questions)}")
-        cid = c.text("id")
-        if any(other.id == cid for other in out):
-            raise c.error("id", f"duplicate conflict id {cid!r}")
-        out.append(Conflict(cid, _when(c, questions), c.text("message"), revisit, _optional_url(c, "reference")))
-    return tuple(out)
-
-
-def load_close_call_margin(path: Path) -> float:
-    if not path.exists():
-        return 2.0
-    top = Reader(path, read_yaml(path))
-    top.only("close_call_margin")
-    margin = top.number("close_call_margin")
-    if margin < 0:
-        raise top.error("close_call_margin", "must be zero or more")
-    return margin
-
-
 def load_shared_pitfalls(path: Path, questions: Mapping[str, Question]) -> dict[str, Pitfall]:
     if not path.exists():
         return {}
@@ -175,8 +148,21 @@ def load_shared_pitfalls(path: Path, questions: Mapping[str, Question]) -> dict[
 STRATEGY_KEYS = (
     "id", "name", "granularity", "summary", "recovery_point", "when_to_use", "avoid_when",
     "pros", "cons", "costs", "pitfalls", "references", "template", "fit", "prior", "notes", "order",
-    "controls", "adopt", "recipes",
+    "controls", "adopt", "recipes", "gates",
 )  # fmt: skip
+
+
+def _gates(r: Reader, questions: Mapping[str, Question]) -> dict[str, tuple[Condition, ...]]:
+    """``gates: {name: [{when: ...}, ...]}``: a fit marked ``needs: name`` counts when any holds."""
+    if r.data.get("gates") is None:
+        return {}
+    gates = r.child("gates")
+    out: dict[str, tuple[Condition, ...]] = {}
+    for name in gates.data:
+        items = gates.items(str(name))
+        out[str(name)] = tuple(_when(Reader(r.path, item, f"gates.{name}[{i}]"), questions) for i, item in enumerate(items))
+    return out
+
 
 def load_strategy(
     path: Path, questions: Mapping[str, Question], shared: Mapping[str, Pitfall]
@@ -201,6 +187,7 @@ def load_strategy(
         else:
             pitfalls.append(_pitfall(Reader(path, raw, f"pitfalls[{i}]"), questions))
 
+    gates = _gates(r, questions)
     fits = []
     fit = r.child("fit")
     for qid, by_value in fit.data.items():
@@ -211,8 +198,13 @@ def load_strategy(
             if value not in questions[qid].values:
                 raise values.error(value, f"unknown value; valid: {', '.join(questions[qid].values)}")
             f = Reader(path, raw, f"fit.{qid}.{value}")
-            f.only("score", "why")
-            fits.append(Fit(qid, value, f.number("score"), f.text("why")))
+            f.only("score", "why", "needs")
+            gate: tuple[Condition, ...] = ()
+            if f.data.get("needs") is not None:
+                gate = gates.get(f.text("needs"), ())
+                if not gate:
+                    raise f.error("needs", f"unknown gate; this strategy's `gates:` define: {', '.join(gates) or '(none)'}")
+            fits.append(Fit(qid, value, f.number("score"), f.text("why"), gate))
 
     template = r.child("template")
     template.only("strategy", "options")
@@ -280,14 +272,19 @@ def load_catalog(root: Path | None = None) -> Catalog:
         raise CatalogError(root, "(directory)", "the strategy catalog directory does not exist")
     questions = load_questions(root / "questions.yaml")
     by_id = {q.id: q for q in questions}
-    shared = load_shared_pitfalls(root / "pitfalls.yaml", by_id)
-    files = sorted(p for p in root.glob("*.yaml") if p.name not in RESERVED_FILES)
-    if not files:
-        raise CatalogError(root, "(directory)", "holds no strategy files")
-    strategies = sorted((load_strategy(p, by_id, shared) for p in files), key=lambda s: (s.order, s.id))
-    scenarios = load_scenarios(root / "scenarios.yaml", by_id, {s.id for s in strategies})
-    conflicts = load_conflicts(root / "conflicts.yaml", by_id)
+    words = load_words(root / WORDS_FILE, by_id)
+    loading = LOADING_WORDS.set(words)  # texts naming [[terms]] load as Worded strings
+    try:
+        shared = load_shared_pitfalls(root / "pitfalls.yaml", by_id)
+        files = sorted(p for p in root.glob("*.yaml") if p.name not in RESERVED_FILES)
+        if not files:
+            raise CatalogError(root, "(directory)", "holds no strategy files")
+        strategies = sorted((load_strategy(p, by_id, shared) for p in files), key=lambda s: (s.order, s.id))
+        scenarios = load_scenarios(root / "scenarios.yaml", by_id, {s.id for s in strategies})
+        conflicts = load_conflicts(root / "conflicts.yaml", by_id)
+    finally:
+        LOADING_WORDS.reset(loading)
     margin = load_close_call_margin(root / "decision.yaml")
     evidence = load_evidence(root / "evidence.yaml", by_id, strategies)
     save_cache(root)  # a valid catalog only: write its parsed files once
-    return Catalog(questions, tuple(strategies), scenarios, root, conflicts, margin, evidence)
+    return Catalog(questions, tuple(strategies), scenarios, root, conflicts, margin, words, evidence)

@@ -62,6 +62,17 @@ class CloseCall:
     threshold: float
     settle: tuple[Settle, ...]
 
+    @property
+    def tie(self) -> bool:
+        return self.margin == 0
+
+
+def lead_words(margin: float, runner_up: str) -> str:
+    """"2 points ahead of X" — or, for a tie, "tied with X" (never "0 points ahead")."""
+    if margin == 0:
+        return f"tied with {runner_up}"
+    return f"{margin:g} point{'' if margin == 1 else 's'} ahead of {runner_up}"
+
 
 @dataclass(frozen=True)
 class Warning:
@@ -71,6 +82,7 @@ class Warning:
     message: str
     revisit: tuple[str, ...]
     reference: str | None = None
+    ignored: tuple[str, ...] = ()  # the answers this conflict makes meaningless: they move no score
 
 
 @dataclass(frozen=True)
@@ -96,10 +108,16 @@ class Recommendation:
     warnings: tuple[Warning, ...] = ()
     close_call: CloseCall | None = None
     recipe: Recipe | None = None
+    ignored: tuple[str, ...] = ()  # answers given that a conflict makes meaningless: not scored
 
     @property
     def top(self) -> Ranked:
         return self.ranking[0]
+
+    @property
+    def counted(self) -> dict[str, str]:
+        """The answers that count (without the ones a conflict makes meaningless)."""
+        return {q: v for q, v in self.answers.items() if q not in self.ignored}
 
     def ranked(self, strategy_id: str) -> Ranked:
         for r in self.ranking:
@@ -108,11 +126,15 @@ class Recommendation:
         raise KeyError(strategy_id)
 
     def pitfalls_for(self, strategy_id: str) -> tuple[Pitfall, ...]:
-        return tuple(p for p in self.ranked(strategy_id).strategy.pitfalls if p.applies(self.answers))
+        return tuple(p for p in self.ranked(strategy_id).strategy.pitfalls if p.applies(self.counted))
 
     def fix(self, pitfall: Pitfall) -> str:
         """The pitfall's fix worded for these answers."""
-        return pitfall.fix_for(self.answers)
+        return pitfall.fix_for(self.counted)
+
+    def problem(self, pitfall: Pitfall) -> str:
+        """The pitfall's problem with examples from the team's own domain and stack."""
+        return pitfall.problem_for(self.counted)
 
     def to_json(self) -> dict[str, Any]:
         close = self.close_call
@@ -134,9 +156,11 @@ class Recommendation:
             ],
             "why_not": {k: list(v) for k, v in self.why_not.items()},
             "warnings": [
-                {"id": w.id, "message": w.message, "revisit": list(w.revisit), "reference": w.reference}
+                {"id": w.id, "message": w.message, "revisit": list(w.revisit), "reference": w.reference,
+                 "ignored": list(w.ignored)}
                 for w in self.warnings
             ],
+            "ignored": list(self.ignored),
             "close_call": None if close is None else {
                 "runner_up": close.runner_up,
                 "margin": close.margin,
@@ -154,7 +178,7 @@ class Recommendation:
                 "steps": list(recipe.steps),
             },
             "pitfalls": [
-                {"id": p.id, "title": p.title, "problem": p.problem, "fix": self.fix(p)} for p in self.pitfalls
+                {"id": p.id, "title": p.title, "problem": self.problem(p), "fix": self.fix(p)} for p in self.pitfalls
             ],
             "swings": [{"question": s.question, "value": s.value, "would_pick": s.would_pick} for s in self.swings],
             "scenario": None if self.scenario is None else {

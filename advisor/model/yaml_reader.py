@@ -1,16 +1,18 @@
-"""Typed access to one YAML mapping of the catalog that names the file and the dotted key on
-error, and the reading of a condition over answers (``{question: value | [values]}``)."""
+"""Typed access to one YAML mapping of the catalog that names the file and the dotted key on error."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from contextvars import ContextVar
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from advisor.errors import CatalogError
+from advisor.model.words import TERM, Words
 
-if TYPE_CHECKING:
-    from advisor.model.catalog import Question
+# The stack words of the catalog being loaded (``advisor.model.loader.load_catalog`` sets them):
+# a text naming [[terms]] is loaded as a Worded string. Unset, a [[term]] is an error: the
+# questions and the stack words themselves are read before any term can be filled.
+LOADING_WORDS: ContextVar[Words | None] = ContextVar("loading_words", default=None)
 
 
 class Reader:
@@ -36,7 +38,22 @@ class Reader:
             raise self.error(key, "expected a text, got a boolean (YAML reads yes/no/on/off as booleans: quote it)")
         if not isinstance(value, str) or not value.strip():
             raise self.error(key, f"expected a non-empty text, got {_kind(value)}")
-        return value.strip()
+        return self.worded(key, value.strip())
+
+    def worded(self, key: str, text: str) -> str:
+        """``text`` with its [[terms]] checked against the stack words being loaded."""
+        match = TERM.search(text)
+        if match is None:
+            return text
+        words = LOADING_WORDS.get()
+        if words is None:
+            raise self.error(key, f"{match.group(0)} names a term, but terms are filled only in the texts"
+                             " of strategies, shared pitfalls and conflicts")
+        unknown = words.unknown_terms(text)
+        if unknown:
+            known = ", ".join(f"[[{t}]]" for t in words.defaults) or "(none: stack-words.yaml defines no terms)"
+            raise self.error(key, f"unknown term [[{unknown[0]}]]; known terms: {known}")
+        return words.wrap(text)
 
     def number(self, key: str, default: float | None = None) -> float:
         value = self.data.get(key, default)
@@ -53,7 +70,7 @@ class Reader:
         for i, item in enumerate(value):
             if not isinstance(item, str) or not item.strip():
                 raise self.error(f"{key}[{i}]", f"expected a text, got {_kind(item)}")
-        return tuple(item.strip() for item in value)
+        return tuple(self.worded(f"{key}[{i}]", item.strip()) for i, item in enumerate(value))
 
     def child(self, key: str) -> Reader:
         return Reader(self.path, self.data.get(key), self.key_of(key))
@@ -76,42 +93,3 @@ def _kind(value: object) -> str:
     return {dict: "a mapping", list: "a list", str: "a text", bool: "a boolean"}.get(
         type(value), type(value).__name__
     )
-
-
-def conditions(r: Reader, key: str, questions: Mapping[str, Question]) -> dict[str, tuple[str, ...]]:
-    """``{question_id: value | [values]}`` checked against the questions (empty when absent)."""
-    raw = r.data.get(key)
-    if raw is None:
-        return {}
-    cond = Reader(r.path, raw, r.key_of(key))
-    out: dict[str, tuple[str, ...]] = {}
-    for qid, values in cond.data.items():
-        if qid not in questions:
-            raise cond.error(qid, f"unknown question; known: {', '.join(questions)}")
-        if questions[qid].multiple:  # a condition compares one answer; several values never match it
-            raise cond.error(qid, "takes several values at once: only the review's evidence rules read it")
-        values = [values] if isinstance(values, str) else values
-        if not isinstance(values, list) or not values:
-            raise cond.error(qid, "expected a value or a list of values")
-        for v in values:
-            if v not in questions[qid].values:
-                raise cond.error(qid, f"unknown value {v!r}; valid: {', '.join(questions[qid].values)}")
-        out[qid] = tuple(values)
-    return out
-
-
-def required_condition(r: Reader, questions: Mapping[str, Question]) -> dict[str, tuple[str, ...]]:
-    """``when``: a condition with at least one question."""
-    when = conditions(r, "when", questions)
-    if not when:
-        raise r.error("when", "a condition needs at least one `question: value`")
-    return when
-
-
-def optional_url(r: Reader, key: str) -> str | None:
-    if r.data.get(key) is None:
-        return None
-    url = r.text(key)
-    if not url.startswith(("https://", "http://")):
-        raise r.error(key, "expected a public URL (https://...) a user can open")
-    return url

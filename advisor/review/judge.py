@@ -199,7 +199,7 @@ def decision_record(
     *,
     current: str | CurrentDesign | None = None,
     chosen: str | None = None,
-    title: str = "the long-running job",
+    title: str | None = None,
     date: _dt.date | None = None,
     context: str | None = None,
     probe: Sequence[str] | None = None,

@@ -13,10 +13,11 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from advisor.model.catalog import Catalog, Pitfall
-from advisor.model.recommendation import Ranked
+from advisor.model.recommendation import Ranked, lead_words
 from advisor.redact import redact
 from advisor.review.plan import NOT_OWNED
 from advisor.review.render_tracks import answer_words, findings_section, target_section, this_week_section
+from advisor.review.title import heading
 
 if TYPE_CHECKING:
     from advisor.review.result import Review
@@ -68,16 +69,19 @@ def render(
     r: Review,
     catalog: Catalog,
     *,
-    title: str = "the long-running job",
+    title: str | None = None,
     date: _dt.date | None = None,
     probe: Sequence[str] | None = None,
 ) -> str:
-    """The Markdown record. ``probe``: lines from a crash drill of the team's own job
-    (``advisor.probe.report.evidence_lines``); they lead the verification plan as evidence."""
+    """The Markdown record. ``title``: the team's name for the job (else the context's first
+    sentence, else the job as the answers describe it). ``probe``: lines from a crash drill of
+    the team's own job (``advisor.probe.report.evidence_lines``); they lead the verification plan."""
     s = r.target.strategy
     rec = r.rec
     day = (date or _dt.date.today()).isoformat()
-    out = [f"# Continuity mechanism for {title}: {s.name}", ""]
+    named = "job_noun" in catalog.words.defaults  # a catalog without stack words names no job
+    job = title or (catalog.words.term("job_noun", rec.counted) if named else "the long-running job")
+    out = [heading(s.name, title=title, context=r.context, job=job), ""]
     out += ["* Status: proposed", f"* Date: {day}", "* Deciders: (fill in)"]
     if r.current is not None:
         out.append(f"* Current design: {catalog.strategy(r.current.strategy).name} (`{r.current.strategy}`)")
@@ -96,7 +100,7 @@ def render(
         out += [r.context, ""]
     else:
         out += [
-            f"{title[0].upper() + title[1:]} can be killed mid-way (crash, deploy, scale-in, OOM, kill -9)."
+            f"{job[0].upper() + job[1:]} can be killed mid-way (crash, deploy, scale-in, OOM, kill -9)."
             " Which continuity mechanism lets it continue without losing progress and without repeating"
             " side effects?",
             "",
@@ -123,10 +127,12 @@ def render(
     if r.target is rec.top:
         out.append(f'Chosen option: "{s.name}" (`{s.id}`), because it ranks first on the drivers above.')
     elif r.verdict is not None and r.verdict.fits and r.target.strategy.id == r.verdict.strategy:
+        gap = rec.top.score - r.target.score
+        ahead = (f"{rec.top.strategy.name} ties with it and comes first only as the simpler option" if gap == 0
+                 else f"{rec.top.strategy.name} ranks first, {lead_words(gap, 'it')}")
         out.append(
             f'Chosen option: "{s.name}" (`{s.id}`), the current category: it fits these answers'
-            f" ({rec.top.strategy.name} ranks first by {rec.top.score - r.target.score:g} points,"
-            " not enough to justify a rewrite)."
+            f" ({ahead}, not enough to justify a rewrite)."
         )
     elif r.current is not None and not r.rewrites and r.owner in NOT_OWNED:
         out.append(
@@ -142,9 +148,14 @@ def render(
     close = rec.close_call
     if close is not None and r.target is rec.top:
         settle = "; ".join(f"`{x.question}={x.value}` → {x.would_pick}" for x in close.settle[:3])
+        runner = catalog.strategy(close.runner_up).name
+        if close.tie:
+            lead = f"A tie: {s.name} and {runner} score the same; {s.name} comes first only as the simpler option."
+        else:
+            lead = f"Close call: {lead_words(close.margin, runner)}."
         out.append(
-            f"Close call: {close.margin:g} points ahead of {close.runner_up}."
-            + (f" What would settle it: {settle}." if settle else "")
+            lead + (f" What would settle it: {settle}." if settle
+                    else f" No single answer settles it: weigh the two (`advisor explain {close.runner_up}`).")
         )
     elif rec.swings and r.target is rec.top:
         swings = "; ".join(f"`{w.question}={w.value}` → {w.would_pick}" for w in rec.swings[:3])

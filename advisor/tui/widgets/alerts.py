@@ -10,6 +10,7 @@ from typing import Any
 
 from rich.text import Text
 
+from advisor.model.recommendation import lead_words
 from advisor.tui.session import Session
 
 
@@ -24,10 +25,6 @@ def answer_words(session: Session, question_id: str, value: str | None) -> str:
         return f"{name} = {short_label(session.catalog.question(question_id), value)}"
     except Exception:  # a value the catalog lacks: show it raw
         return f"{name} = {value}"
-
-
-def points(margin: float) -> str:
-    return f"{margin:g} point" + ("" if margin == 1 else "s")
 
 
 def revisit_ids(rec: Any) -> tuple[str, ...]:
@@ -69,7 +66,7 @@ def close_call_panel(session: Session, rec: Any) -> Text | None:
     runner = session.catalog.strategy(close.runner_up).name
     text = Text()
     text.append("≈ Close call", style="bold")
-    text.append(f": {points(close.margin)} ahead of {runner}")
+    text.append(f": {lead_words(close.margin, runner)}")
     if close.settle:
         text.append(" (s settles it): " + settle_words(session, close.settle[0]) + ".")
     else:

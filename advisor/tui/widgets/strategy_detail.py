@@ -8,7 +8,8 @@ from typing import Any
 from rich.text import Text
 
 from advisor.tui.session import Session
-from advisor.tui.widgets.alerts import answer_words, points
+from advisor.model.recommendation import lead_words
+from advisor.tui.widgets.alerts import answer_words
 
 
 def _section(text: Text, title: str, lines: Iterable[str], bullet: str = "•") -> None:
@@ -24,7 +25,8 @@ def _conflicts(session: Session, rec: Any) -> list[str]:
     out = []
     for w in rec.warnings:
         revisit = "; ".join(answer_words(session, q, rec.answers.get(q)) for q in w.revisit)
-        out.append(f"{w.message} Revisit: {revisit}." + (f" See {w.reference}" if w.reference else ""))
+        ignored = f" Not scored: {', '.join(w.ignored)}." if w.ignored else ""
+        out.append(f"{w.message} Revisit: {revisit}.{ignored}" + (f" See {w.reference}" if w.reference else ""))
     return out
 
 
@@ -33,7 +35,8 @@ def _close_call(session: Session, rec: Any) -> list[str]:
     if close is None:
         return []
     runner = session.catalog.strategy(close.runner_up).name
-    lines = [f"{points(close.margin)} ahead of {runner}; a lead under {close.threshold:g} is a close call."]
+    lead = lead_words(close.margin, runner)
+    lines = [f"{lead[0].upper()}{lead[1:]}; a lead under {close.threshold:g} is a close call."]
     by_question: dict[str, list[Any]] = {}
     for settle in close.settle:
         by_question.setdefault(settle.question, []).append(settle)
@@ -127,7 +130,7 @@ def pitfalls_text(rec: Any, ranked: Any) -> Text:
         text.append("\nNo catalogued pitfall applies to these answers.\n")
     for pitfall in pitfalls:
         text.append(f"\n☐ {pitfall.title}\n", style="bold")
-        text.append(f"   {pitfall.problem.strip()}\n")
+        text.append(f"   {rec.problem(pitfall).strip()}\n")
         text.append("   fix: ", style="bold green")
         text.append(f"{rec.fix(pitfall).strip()}\n")
     return text
