@@ -70,7 +70,7 @@ test: setup postgres java rabbitmq prometheus lazyfs
 	$(BIN)/python -m pytest -n 2 -q $(PYTEST_ARGS)
 
 # Many seeds of every drill mode (hours on 2 cores): the tests marked soak, left out of `make test`.
-soak: setup postgres java rabbitmq
+soak: setup postgres java rabbitmq prometheus lazyfs
 	$(BIN)/python -m pytest -n 2 -q -m soak $(PYTEST_ARGS)
 
 bench: setup

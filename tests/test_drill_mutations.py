@@ -10,6 +10,11 @@ not count: the drill is what the product shows as PASSED.
 The unmutated project of every option set must pass the very same drill, so a
 broken baseline cannot make every mutation "caught".
 
+`make test` drills a sample: for every check id, the first mutation in the catalogue
+that names it (so each check is shown able to fail), and the unmutated baselines
+those mutations run against. The whole catalogue and every baseline are marked
+``soak`` and run in `make soak`.
+
 Projects are rendered once per option set and session (per xdist worker) and
 copied per case; the drill runs with the toolkit's interpreter and
 ``PYTHONPATH=<project>/src`` (nothing installed). ``python
@@ -104,6 +109,20 @@ def load_catalogue(path: Path = CATALOGUE) -> tuple[dict[str, OptionSet], list[M
 
 
 OPTION_SETS, MUTATIONS = load_catalogue()
+
+
+def sample(mutations: list[Mutation]) -> list[Mutation]:
+    """One mutation per check id: the first in catalogue order that names a check not yet shown."""
+    shown: set[str] = set()
+    chosen = []
+    for mutation in mutations:
+        if set(mutation.checks) - shown:
+            chosen.append(mutation)
+            shown.update(mutation.checks)
+    return chosen
+
+
+SAMPLE = {m.id for m in sample(MUTATIONS)}
 
 
 # ------------------------------------------------------------------------ helpers
@@ -238,6 +257,11 @@ def services() -> Iterator[Services]:
         yield Services(stack)
 
 
+def test_the_sample_shows_every_check_of_the_catalogue() -> None:
+    assert {c for m in MUTATIONS if m.id in SAMPLE for c in m.checks} == {c for m in MUTATIONS for c in m.checks}
+    assert len(SAMPLE) < len(MUTATIONS)
+
+
 def test_catalogue_covers_every_strategy_and_kind() -> None:
     assert len(MUTATIONS) >= 20
     strategies = {OPTION_SETS[m.option_set].strategy for m in MUTATIONS}
@@ -249,13 +273,16 @@ def test_catalogue_covers_every_strategy_and_kind() -> None:
     assert used == set(OPTION_SETS), f"option sets without a mutation: {sorted(set(OPTION_SETS) - used)}"
 
 
-def _baselines() -> list[tuple[str, tuple[str, ...]]]:
-    """Every (option set, drill flags) a mutation uses: the unmutated project must pass each."""
-    return sorted({(m.option_set, m.drill) for m in MUTATIONS})
+def _baselines() -> list[Any]:
+    """Every (option set, drill flags) a mutation uses: the unmutated project must pass each
+    (those of the sampled mutations in `make test`, the rest in `make soak`)."""
+    quick = {(m.option_set, m.drill) for m in MUTATIONS if m.id in SAMPLE}
+    return [pytest.param(o, f, id=f"{o}:{' '.join(f)}".replace(" ", "_"),
+                         marks=() if (o, f) in quick else pytest.mark.soak)
+            for o, f in sorted({(m.option_set, m.drill) for m in MUTATIONS})]
 
 
-@pytest.mark.parametrize(("option_set", "flags"), _baselines(),
-                         ids=[f"{o}:{' '.join(f)}".replace(" ", "_") for o, f in _baselines()])
+@pytest.mark.parametrize(("option_set", "flags"), _baselines())
 def test_unmutated_project_passes_the_drill(option_set: str, flags: tuple[str, ...], renders: Renders,
                                             services: Services, tmp_path: Path) -> None:
     project, package = renders.copy(option_set, tmp_path / "project")
@@ -265,7 +292,8 @@ def test_unmutated_project_passes_the_drill(option_set: str, flags: tuple[str, .
     assert run.report.get("failures") == [], run.describe()
 
 
-@pytest.mark.parametrize("mutation", MUTATIONS, ids=[m.id for m in MUTATIONS])
+@pytest.mark.parametrize("mutation", [pytest.param(m, id=m.id, marks=() if m.id in SAMPLE else pytest.mark.soak)
+                                      for m in MUTATIONS])
 def test_the_drill_catches_the_mutation(mutation: Mutation, renders: Renders, services: Services,
                                        tmp_path: Path) -> None:
     project, package = renders.copy(mutation.option_set, tmp_path / "project")

@@ -1,5 +1,7 @@
-"""Decision records (review v2): findings first, then the fit, a migration path, a verification
-plan for this case, and the MADR sections — short, specific, and never citing internal documents."""
+"""Decision records (review v3): findings first (ranked by the evidence), then the fit, this
+week's fixes apart from the target design, a verification plan for this case, and the MADR
+sections — short, specific, and never citing internal documents. The ranking itself and the two
+tracks in depth: tests/test_review_ranking.py."""
 
 from __future__ import annotations
 
@@ -28,7 +30,7 @@ AGENT = {"duration": "hours", "work_shape": "multi_step_flow", "nondeterminism":
 STREAM = {"work_shape": "unbounded_stream", "recovery_point_store": "stream_engine", "duration": "hours",
           "workers": "many"}  # fmt: skip
 
-WITH_CURRENT = ["## Findings", "### Does the category fit?", "## Migration path", "## Verification plan",
+WITH_CURRENT = ["## Findings", "### Does the category fit?", "## This week", "## Target design", "## Verification plan",
                 "## Context and problem statement", "## Decision drivers", "## Considered options",
                 "## Decision outcome", "### Consequences"]  # fmt: skip
 WITHOUT_CURRENT = ["## Build plan", "## Verification plan", "## Context and problem statement", "## Decision drivers",
@@ -112,12 +114,21 @@ def test_missing_controls_come_before_unknown_ones(catalog):
     assert "unique-key-with-effect" in {c.id for c in r.in_place}
 
 
-def test_every_finding_says_why_how_to_check_and_fix(catalog):
+def test_every_finding_says_why_and_this_week_says_how_to_check_and_fix(catalog):
+    """A finding says what and why; this week says the check and the fix — each once. Findings
+    nothing points at share one line of this week, which names where their checks are."""
     text = record(catalog, current=CurrentDesign("checkpoint"))
     blocks = re.split(r"\n(?=\d+\. )", section(text, "## Findings"))[1:]
     assert blocks
     for block in blocks:
-        assert "- Why:" in block and "Check:" in block and "Fix:" in block, block
+        assert "*Why:*" in block and "Check:" not in block and "Fix:" not in block, block
+    week = re.split(r"\n(?=\d+\. )", section(text, "## This week"))[1:]
+    assert len(week) >= 3
+    for line in week:
+        assert ("*Check:*" in line and "*If it fails:*" in line) or "`advisor explain checkpoint`" in line, line
+    ids = re.findall(r"^\d+\. \*\*.*?\(`([a-z-]+)`\)", section(text, "## Findings"), re.M)
+    assert len(ids) == len(blocks)
+    assert all(f"`{i}`" in section(text, "## This week") for i in ids)  # every finding is patched or checked
 
 
 def test_findings_are_worded_for_the_answers(catalog):
@@ -191,9 +202,9 @@ def test_risks_are_only_what_the_answers_hold_against_it(catalog):
 # --- migration path ---------------------------------------------------------------------------
 
 
-def test_migration_path_differs_by_current_strategy(catalog):
+def test_target_design_differs_by_current_strategy(catalog):
     paths = {
-        sid: section(record(catalog, current=CurrentDesign(sid)), "## Migration path")
+        sid: section(record(catalog, current=CurrentDesign(sid)), "## Target design")
         for sid in ("checkpoint", "idempotent-retry", "state-machine", "event-sourcing")
     }
     assert len(set(paths.values())) == len(paths)
@@ -204,11 +215,12 @@ def test_migration_path_differs_by_current_strategy(catalog):
 def test_choosing_a_current_category_that_does_not_fit_says_so(catalog):
     text = record(catalog, current=CurrentDesign("idempotent-retry"), chosen="idempotent-retry")
     assert "**Does not fit.**" in text and "no rewrite is needed" not in text
-    assert "by the team's choice" in section(text, "## Migration path")
+    assert "by the team's choice" in section(text, "## Target design")
 
 
 def test_migration_keeps_the_controls_that_carry_over(catalog):
-    """state-machine → checkpoint: a reclaim of stale tasks and SIGTERM handling carry over."""
+    """state-machine → checkpoint: a reclaim of stale tasks and SIGTERM handling carry over; the
+    missing guard the new design would not need is still this week's fix (never waived)."""
     current = CurrentDesign("state-machine", {"stale-tasks-reclaimed": "yes", "sigterm-within-grace": "yes",
                                               "guarded-transitions": "no"})  # fmt: skip
     r = review(BATCH, catalog, current=current)
@@ -216,7 +228,10 @@ def test_migration_keeps_the_controls_that_carry_over(catalog):
     keep = " ".join(r.keep)
     assert "`stale-tasks-reclaimed`" in keep and "`sigterm-within-grace`" in keep
     assert "stale-tasks-reclaimed" not in {c.id for c in r.to_build}
-    assert any("disappears with" in step and "guarded-transitions" in step for step in r.migration)
+    assert r.findings[0].control.id == "guarded-transitions" and r.this_week[0].control.id == "guarded-transitions"
+    text = record(catalog, current=current)
+    assert "weeks away" not in text and "disappears with" not in text
+    assert "Weigh it apart from this week's fixes" in section(text, "## Target design")
 
 
 # --- verification plan -------------------------------------------------------------------------

@@ -1,6 +1,13 @@
 """Generated projects, installed and tested: their own suites (kill -9 drills
 included) must pass, and advisor.scaffold must stream their drill.
 
+What each project's suite runs here (a user runs all of it): every generated suite
+holds the same drill machinery, so its whole-drill tests would be paid fourteen times.
+The reference project runs everything; each other strategy everything but the tests of
+the drill's own machinery (MACHINERY: the same code in every project); a variant of a
+strategy (other answers) its quick tests and the drills whose outcome its answers
+change (VARIANT_DRILLS). Which is which is data below; `make soak` runs every suite whole.
+
 All generated projects of a test session share ONE virtual environment (built once,
 under a file lock so pytest-xdist workers share it too): it sees the toolkit's own
 packages through a .pth file, and each project is installed with
@@ -20,6 +27,7 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -58,6 +66,44 @@ OPTION_SETS = {
                                                             "effect_kind": "plain",
                                                             "plain_policy": "at-least-once"}),
 }
+
+
+#: The project whose suite runs whole: the drill's machinery is tested there.
+REFERENCE = "checkpoint-table"
+#: One per strategy (and per store kind): everything but MACHINERY.
+STRATEGIES = {"checkpoint-file", "idempotent-retry", "state-machine", "event-sourcing", "event-sourcing-idempotent"}
+#: Whole-drill tests of code every project shares (the drill itself, the oracle, the schedule,
+#: the crash-point counter, the upgrade fixture's writer): the reference project runs them.
+MACHINERY = ("test_drill_events_stream", "test_replay_runs_exactly_the_same_faults",
+             "test_the_drill_fails_a_job_that_is_not_a_pure_function", "test_a_job_asking_for_two_calls_in_one_step_fails",
+             "test_a_job_that_keeps_the_services_reference_passes",
+             "test_a_worker_numbers_its_points_the_same_in_every_run_and_dies_exactly_at_one",
+             "test_saving_this_code_store_as_the_next_release_fixture", "test_grace_period_expiry_exits_at_once",
+             "test_a_worker_rides_out_a_lock_held_beyond_busy_timeout")
+#: Every whole-drill test (a variant skips them but VARIANT_DRILLS).
+DRILLS = MACHINERY + (
+    "test_sigkill_drill_loses_nothing_and_duplicates_nothing", "test_sigterm_exits_0_within_grace_and_restart_redoes_no_call",
+    "test_three_workers_keep_the_promise_of_the_call_kind", "test_aim_all_kills_in_every_window_and_loses_nothing",
+    "test_aim_one_window_aims_every_kill_there", "test_a_kill_right_after_a_call_keeps_the_promise_of_the_kind",
+    "test_status_and_reconcile_say_what_is_in_doubt", "test_a_default_drill_mixes_every_fault_that_applies_and_passes",
+    "test_the_sweep_crashes_at_every_kind_of_point_and_loses_nothing",
+    "test_a_store_saved_by_this_code_is_continued_with_nothing_lost",
+    "test_the_previous_release_store_is_continued_with_nothing_lost", "test_external_outage_hands_the_task_back",
+    "test_drill_with_transient_failures_keeps_the_promise", "test_sigterm_while_riding_out_a_lock_exits_0_at_once",
+    "test_power_loss")
+#: What a variant's answers change (the call's kind, batch sizes, a flaky service, the default
+#: store): the default fault schedule, the kill right after a call, the calls in doubt, retries.
+VARIANT_DRILLS = ("test_a_default_drill_mixes_every_fault_that_applies_and_passes",
+                  "test_a_kill_right_after_a_call_keeps_the_promise_of_the_kind",
+                  "test_status_and_reconcile_say_what_is_in_doubt", "test_drill_with_transient_failures_keeps_the_promise")
+
+
+def selection(option_set: str) -> list[str]:
+    """The pytest arguments that choose this option set's share of its suite (see the docstring)."""
+    if option_set == REFERENCE:
+        return []
+    left_out = MACHINERY if option_set in STRATEGIES else tuple(t for t in DRILLS if t not in VARIANT_DRILLS)
+    return ["-k", " and ".join(f"not {name}" for name in left_out)]
 
 
 @contextmanager
@@ -109,9 +155,15 @@ def clean_env() -> dict[str, str]:
     return env
 
 
-@pytest.mark.parametrize("option_set", sorted(OPTION_SETS))
-def test_generated_project_installs_and_its_suite_passes(option_set: str, tmp_path: Path, generated_python: Path,
-                                                         shared_root: Path) -> None:
+def _suites() -> list[Any]:
+    """Each option set with its share of the suite; in `make soak` (marked soak) each suite whole."""
+    return [pytest.param(o, False, id=o) for o in sorted(OPTION_SETS)] + [
+        pytest.param(o, True, id=f"{o}-whole", marks=pytest.mark.soak) for o in sorted(OPTION_SETS) if o != REFERENCE]
+
+
+@pytest.mark.parametrize(("option_set", "whole"), _suites())
+def test_generated_project_installs_and_its_suite_passes(option_set: str, whole: bool, tmp_path: Path,
+                                                         generated_python: Path, shared_root: Path) -> None:
     strategy, answers = OPTION_SETS[option_set]
     generated = scaffold.generate(strategy, tmp_path / option_set, answers)
     install(generated_python, generated.dest, shared_root)
@@ -133,12 +185,24 @@ def test_generated_project_installs_and_its_suite_passes(option_set: str, tmp_pa
     for command in commands:  # the contract documents every command
         assert f"python -m <pkg> {command}" in contract, command
     # Its own tests, with plain pytest, exactly as a user runs them.
-    result = subprocess.run([str(generated_python), "-m", "pytest", "-q", "-p", "no:cacheprovider"],
-                            cwd=generated.dest, capture_output=True, text=True, timeout=600, env=clean_env())
+    result = subprocess.run([str(generated_python), "-m", "pytest", "-q", "-p", "no:cacheprovider",
+                             *([] if whole else selection(option_set))],
+                            cwd=generated.dest, capture_output=True, text=True, timeout=1500, env=clean_env())
     summary = result.stdout.strip().splitlines()[-1] if result.stdout.strip() else ""
     assert result.returncode == 0, result.stdout[-4000:] + result.stderr[-2000:]
     passed = int(re.search(r"(\d+) passed", summary).group(1))  # type: ignore[union-attr]
     assert passed >= 25 and "failed" not in summary and "skipped" not in summary, summary
+    if option_set != REFERENCE and not whole:  # the selection left out exactly what it names, and ran the rest
+        assert "deselected" in summary, summary
+
+
+def test_every_named_test_exists_in_the_template() -> None:
+    """A renamed generated test must not silently fall out of the selection (or into it)."""
+    tests = Path(__file__).resolve().parents[1] / "templates" / "project" / "tests"
+    defined = {m.group(1) for f in tests.glob("*.jinja") for m in re.finditer(r"^def (test_\w+)", f.read_text(), re.M)}
+    named = set(DRILLS) | set(VARIANT_DRILLS)
+    assert {n for n in named if not any(d.startswith(n) for d in defined)} == set()
+    assert set(OPTION_SETS) >= STRATEGIES | {REFERENCE}
 
 
 def test_scaffold_streams_the_drill(tmp_path: Path) -> None:

@@ -66,6 +66,7 @@ def test_probe_my_job_from_the_findings_shows_kills_and_verdict_and_the_export_c
         app = make_app(catalog, BATCH, workdir=tmp_path)
         async with app.run_test(size=(100, 40)) as pilot:
             await pilot.press("v")
+            await pilot.press("right")  # the review asks what was seen first: nothing, on to the strategy
             await pilot.press(str(list(catalog.strategy_ids).index("checkpoint") + 1))
             assert isinstance(app.screen, ControlsScreen)
             await pilot.press("right")

@@ -1,4 +1,5 @@
-"""Pilot tests: "review my current design" — current strategy → controls checklist → findings
+"""Pilot tests: "review my current design" — symptoms (several) and the engine's owner → current
+strategy → controls checklist → findings (ranked by the symptoms, the first one above the fold)
 → export, and the exported answers file reproduces the record with `advisor review --answers`.
 """
 
@@ -18,6 +19,7 @@ from advisor.tui.screens.recommendation import RecommendationScreen
 from advisor.tui.screens.review_controls import ControlsScreen
 from advisor.tui.screens.review_current import CurrentStrategyScreen
 from advisor.tui.screens.review_findings import FindingsScreen, findings_part
+from advisor.tui.screens.review_symptoms import SymptomsScreen
 from advisor.tui.screens.welcome import WelcomeScreen
 
 BATCH = {"recovery_point_store": "database", "acceptable_loss": "one_batch", "duration": "hours",
@@ -46,6 +48,8 @@ def test_the_review_walkthrough_exports_a_record_led_by_the_control_answered_no(
         async with app.run_test(size=(80, 24)) as pilot:
             assert isinstance(app.screen, WelcomeScreen)
             await pilot.press("v")
+            assert isinstance(app.screen, SymptomsScreen)
+            await pilot.press("right")  # nothing seen: on to the strategy
             assert isinstance(app.screen, CurrentStrategyScreen)
             await pilot.press("tab", *CONTEXT, "enter")  # the incident, in the team's words
             assert app.session.context == CONTEXT
@@ -98,13 +102,13 @@ def test_review_is_reachable_from_the_recommendation_and_back_returns_there(cata
         async with app.run_test(size=(80, 24)) as pilot:
             app.action_recommend()
             await pilot.pause()
-            await pilot.press("v")
+            await pilot.press("v", "right")
             assert isinstance(app.screen, CurrentStrategyScreen)
             await pilot.press("right")  # on, with the highlighted (first) strategy
             assert isinstance(app.screen, ControlsScreen)
-            await pilot.press("left", "left")  # back, back
+            await pilot.press("left", "left", "left")  # back, back, back
             assert isinstance(app.screen, RecommendationScreen)
-            await pilot.press("v", "tab", *"ab", "left", "c")  # in the context field ← moves the cursor
+            await pilot.press("v", "right", "tab", *"ab", "left", "c")  # in the context field ← moves the cursor
             assert app.screen.query_one("#context", Input).value == "acb"
 
     asyncio.run(walk())
@@ -125,7 +129,7 @@ def test_a_loaded_answers_file_with_a_current_design_prefills_the_checklist(cata
             await pilot.press("enter")
             await pilot.pause()
             assert app.session.context == "the job lost a night of work"
-            await pilot.press("v")
+            await pilot.press("v", "right")
             assert app.screen.query_one("#current-strategies", OptionList).highlighted == list(
                 catalog.strategy_ids
             ).index("checkpoint")
@@ -138,3 +142,71 @@ def test_a_loaded_answers_file_with_a_current_design_prefills_the_checklist(cata
 def test_findings_part_keeps_the_review_sections_only() -> None:
     record = "# Title\n\n* Status: proposed\n\n## Findings\n\n1. x\n\n## Verification plan\n\n1. y\n\n## Context and problem statement\n\nz\n"
     assert findings_part(record) == "## Findings\n\n1. x\n\n## Verification plan\n\n1. y\n"
+
+
+LOCAL = {"recovery_point_store": "local_disk", "work_shape": "record_batch", "duration": "hours"}
+
+
+def visible_text(app) -> str:  # type: ignore[no-untyped-def]
+    """What the terminal shows right now (the screenshot holds the visible cells only)."""
+    svg = app.export_screenshot()
+    return " ".join(svg.replace("&#160;", " ").split())
+
+
+def test_the_symptoms_come_first_and_rank_the_findings(catalog: Catalog, tmp_path: Path, monkeypatch) -> None:
+    """Corrupt state on a job with a local progress file: the checksummed write ranks first, says
+    why, shows above the fold at 80x24, and the exported file ranks the same with the CLI."""
+    choices = catalog.question("symptoms").values
+
+    async def walk() -> None:
+        app = make_app(catalog, LOCAL, workdir=tmp_path)
+        async with app.run_test(size=(80, 24)) as pilot:
+            await pilot.press("v")
+            assert isinstance(app.screen, SymptomsScreen)
+            await pilot.press(str(choices.index("corrupt_state") + 1), str(choices.index("never_finishes") + 1))
+            assert app.session.answers["symptoms"] == "corrupt_state,never_finishes"
+            await pilot.press(str(choices.index("never_finishes") + 1))  # toggled off again
+            assert app.session.answers["symptoms"] == "corrupt_state"
+            await pilot.press("tab", "up", "enter")  # the owner: from "don't know" up to "a product we run"
+            assert app.session.answers["engine_owner"] == "product"
+            assert isinstance(app.screen, CurrentStrategyScreen)
+            await pilot.press(str(list(catalog.strategy_ids).index("checkpoint") + 1), "right")
+            assert isinstance(app.screen, FindingsScreen)
+            assert "1. **Unknown:" in app.screen.markdown and "(`checkpoint-file-checksummed`)" in (
+                app.screen.markdown.split("\n2. ", 1)[0]
+            )
+            assert "Ranked first:" in app.screen.markdown
+            shown_now = visible_text(app)
+            assert "checkpoint-file-checksummed" in shown_now and "Ranked first" in shown_now  # above the fold
+            await pilot.press("left", "left", "left")
+            assert isinstance(app.screen, SymptomsScreen)
+            assert app.screen.query_one("#symptom-list").selected == ["corrupt_state"]  # kept
+            await pilot.press("right", "right", "right", "e", "ctrl+s")
+            await pilot.pause()
+
+    asyncio.run(walk())
+    loaded = load_review_file(tmp_path / "answers.yml", catalog)
+    assert loaded.answers["symptoms"] == "corrupt_state" and loaded.answers["engine_owner"] == "product"
+    monkeypatch.chdir(tmp_path)
+    assert main(["review", "--answers", "answers.yml", "--out", "again.md"]) == 0
+    assert (tmp_path / "again.md").read_text() == (tmp_path / "decision-record.md").read_text()
+
+
+def test_the_first_finding_is_above_the_fold_at_140x45(catalog: Catalog, tmp_path: Path) -> None:
+    async def walk() -> None:
+        app = make_app(catalog, {**LOCAL, "symptoms": "corrupt_state"}, workdir=tmp_path)
+        async with app.run_test(size=(140, 45)) as pilot:
+            await pilot.press("v", "right", str(list(catalog.strategy_ids).index("checkpoint") + 1), "right")
+            assert isinstance(app.screen, FindingsScreen)
+            shown_now = visible_text(app)
+            assert "checkpoint-file-checksummed" in shown_now and "Ranked first" in shown_now
+
+    asyncio.run(walk())
+
+
+def test_the_main_walkthrough_leaves_the_evidence_to_the_review(catalog: Catalog, tmp_path: Path) -> None:
+    from advisor.tui.session import Session
+
+    session = Session(catalog=catalog, workdir=tmp_path, show_all=True)
+    asked = [q.id for q in session.questions()]
+    assert "symptoms" not in asked and "engine_owner" not in asked and "broker" in asked

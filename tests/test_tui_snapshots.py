@@ -146,13 +146,30 @@ def test_recommendation_with_a_conflict_and_a_close_call(snap_compare) -> None: 
 
 
 def test_review_controls_checklist(snap_compare) -> None:  # type: ignore[no-untyped-def]
-    # v: review; 2: the checkpoint strategy; the first control in place, the second missing
-    assert snap_compare(app(REVIEWED), press=["v", "2", "y", "n"], terminal_size=(80, 24))
+    # v: review; →: no symptom; 2: the checkpoint strategy; the first control in place, the second missing
+    assert snap_compare(app(REVIEWED), press=["v", "right", "2", "y", "n"], terminal_size=(80, 24))
 
 
 def test_review_findings(snap_compare) -> None:  # type: ignore[no-untyped-def]
-    assert snap_compare(app(REVIEWED), press=["v", "2", "y", "n", "right"], terminal_size=(80, 24))
+    assert snap_compare(app(REVIEWED), press=["v", "right", "2", "y", "n", "right"], terminal_size=(80, 24))
 
 
 def test_review_current_strategy(snap_compare) -> None:  # type: ignore[no-untyped-def]
-    assert snap_compare(app(REVIEWED), press=["v", "down"], terminal_size=(80, 24))
+    assert snap_compare(app(REVIEWED), press=["v", "right", "down"], terminal_size=(80, 24))
+
+
+def test_review_symptoms(snap_compare) -> None:  # type: ignore[no-untyped-def]
+    # 3: an effect applied twice; 5: corrupt state (toggled); tab: the engine's owner
+    assert snap_compare(app(REVIEWED), press=["v", "3", "5", "tab"], terminal_size=(80, 24))
+
+
+# Every control unknown; what the team saw ranks the findings. The first one must show unscrolled.
+SEEN = {**REVIEWED, "recovery_point_store": "local_disk", "workers": "one", "symptoms": "corrupt_state"}
+
+
+def test_review_findings_ranked_by_symptoms(snap_compare) -> None:  # type: ignore[no-untyped-def]
+    assert snap_compare(app(SEEN), press=["v", "right", "2", "right"], terminal_size=(80, 24))
+
+
+def test_review_findings_ranked_by_symptoms_wide(snap_compare) -> None:  # type: ignore[no-untyped-def]
+    assert snap_compare(app(SEEN), press=["v", "right", "2", "right"], terminal_size=(140, 45))

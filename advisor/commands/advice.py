@@ -39,7 +39,13 @@ def cmd_recommend(args: argparse.Namespace) -> int:
     failed = EXIT_USAGE if args.strict and rec.warnings else 0
     settings = settings_for(rec.top.strategy.template, rec.answers, catalog)  # what `generate` would be told
     if args.json:
-        print_json({**rec.to_json(), "template_settings": [s.to_json() for s in settings]})
+        from advisor.model.catalog import answer_values
+
+        data = rec.to_json()
+        data["answers"] = {  # a multiple-value answer as a list, as an answers file writes it
+            q: list(answer_values(rec.answers, q)) if catalog.question(q).multiple else v for q, v in rec.answers.items()
+        }
+        print_json({**data, "template_settings": [s.to_json() for s in settings]})
         return failed
     top, close = rec.top, rec.close_call
     name = f"{top.strategy.name} ({top.strategy.id})"
@@ -146,14 +152,17 @@ def cmd_questions(args: argparse.Namespace) -> int:
     catalog = catalog_for(args)
     if args.json:
         print_json([
-            {"id": q.id, "group": q.group, "asks": q.asks, "help": q.help,
+            {"id": q.id, "group": q.group, "multiple": q.multiple, "asks": q.asks, "help": q.help,
              "values": [{"id": c.id, "label": c.label, "help": c.help} for c in q.choices]}
             for q in catalog.questions
         ])  # fmt: skip
         return 0
-    print("Write an answers file as YAML, one `question_id: value` per line (leave out what you don't know).\n")
+    print("Write an answers file as YAML, one `question_id: value` per line (leave out what you don't know);")
+    print("a question marked 'several values' takes a list: `symptoms: [work_lost, duplicate_effect]`.\n")
+    groups = {"recovery_point": "recovery point", "trait": "trait", "evidence": "evidence, for the review"}
     for q in catalog.questions:
-        print(f"{q.id}  ({'recovery point' if q.group == 'recovery_point' else 'trait'})")
+        several = "; several values" if q.multiple else ""
+        print(f"{q.id}  ({groups.get(q.group, q.group)}{several})")
         print(f"  {q.asks}")
         print(wrap(q.help, "  "))
         for c in q.choices:

@@ -32,8 +32,31 @@ def controls_section(s: Strategy) -> list[str]:
         cond = f" *Applies when* {when(c.applies_when)}." if c.applies_when else ""
         ref = f" See {c.reference}" if c.reference else ""
         cases = f" *Worded for the case when* {'; or '.join(when(k.when) for k in c.cases)}." if c.cases else ""
-        words = f"*Why:* {c.why} *Check:* {c.how_to_check} *Fix:* {c.fix}"
-        out.append(f"- `{c.id}` — **{c.question}**{cond} {words}{ref}{cases}")
+        stands = f" *Takes the answer given for* `{c.stands_in_for}` *when that one does not apply.*" if c.stands_in_for else ""
+        words = f"*Why:* {c.why} *Check:* {c.how_to_check} *Fix ({c.effort}):* {c.fix}"
+        out.append(f"- `{c.id}` — **{c.question}**{cond} {words}{ref}{cases}{stands}")
+    return out
+
+
+def evidence_section(catalog: Catalog) -> list[str]:
+    """The review's ranking rules (``evidence.yaml``): symptom × answers → control weights."""
+    ev = catalog.evidence
+    if not ev.rules:
+        return []
+    out = [
+        "", "## How the review ranks its findings", "",
+        "Each rule below raises some controls when the team saw one of its symptoms (`symptoms`) and",
+        "its answers hold; a control's likelihood is the sum, and the review lists missing controls",
+        "first, then unknown ones, likeliest first (ties: the order the strategy declares them).",
+        "", "| rule | when the team saw | and | raises | because |", "|---|---|---|---|---|",
+    ]  # fmt: skip
+    for r in ev.rules:
+        seen = " or ".join(f"`{x}`" for x in r.symptoms) or "(anything)"
+        weights = ", ".join(f"`{cid}` {w:+g}" for cid, w in r.weights.items())
+        out.append(f"| `{r.id}` | {seen} | {when(r.when) or '—'} | {weights} | {r.says} |")
+    if ev.keywords:
+        out += ["", "Words of the team's `context:` that suggest a symptom it did not answer (the record says so):", ""]
+        out += [f"- `{sym}`: " + ", ".join(f'"{w}"' for w in words) for sym, words in ev.keywords.items()]
     return out
 
 
@@ -82,9 +105,11 @@ def render(catalog: Catalog) -> str:
         for c in catalog.conflicts
     ]
     out += stack_words_section(catalog)
+    out += evidence_section(catalog)
     out += ["", "## Questions", ""]
     for q in catalog.questions:
-        out += [f"### `{q.id}` — {q.asks}", "", q.help, ""]
+        several = " *Several values (a list).*" if q.multiple else ""
+        out += [f"### `{q.id}` — {q.asks}", "", q.help + several, ""]
         out += [f"- `{c.id}` — {c.label}. {c.help}" for c in q.choices]
         out.append("")
     for s in catalog.strategies:

@@ -2,7 +2,9 @@
 
 Every source goes through :func:`validate_answers`, which rejects unknown question ids and
 values with the valid choices listed (:class:`AnswersError`). A question may be left out or
-answered ``unknown`` ("I don't know"): both mean unanswered.
+answered ``unknown`` ("I don't know"): both mean unanswered. A multiple-value question
+(``symptoms``) takes a list, or values joined by ","; the answers hold it as one text, its values
+in the question's order joined by "," (``catalog.answer_values`` splits it).
 
 An answers file may also carry ``context:`` (the team's own words: the incident, the job) and
 ``current: {strategy: ID, controls: {CONTROL_ID: yes|no|unknown}}`` (the design under review,
@@ -20,7 +22,7 @@ from typing import Any
 import yaml
 
 from advisor.errors import AnswersError
-from advisor.model.catalog import Catalog
+from advisor.model.catalog import MULTIPLE_SEPARATOR, Catalog, Question, answer_values
 from advisor.safe_read import load_yaml
 
 UNKNOWN = "unknown"  # "I don't know" — the same as leaving the question out
@@ -49,9 +51,29 @@ class ReviewInput:
     current: CurrentDesign | None = None
 
 
+def multiple_value(question: Question, value: object, source: str) -> str | None:
+    """A multiple-value answer — a list, or one text with values joined by "," — as the answers
+    hold it: its values in the choices' order, joined by ","; None when nothing is answered."""
+    items = value.split(MULTIPLE_SEPARATOR) if isinstance(value, str) else value
+    if not isinstance(items, list) or not all(isinstance(v, str) for v in items):
+        raise AnswersError(
+            f"{source}: {question.id}: expected a list of values, e.g. [{', '.join(question.values[:2])}],"
+            f" got {value!r}. Valid values: {', '.join(question.values)}."
+        )
+    given = {v.strip() for v in items if v.strip() and v.strip() != UNKNOWN}
+    wrong = sorted(given - set(question.values))
+    if wrong:
+        raise AnswersError(
+            f"{source}: {question.id}: {wrong[0]!r} is not a valid value."
+            f" Valid values (one or several): {', '.join(question.values)} (or {UNKNOWN})."
+        )
+    return MULTIPLE_SEPARATOR.join(v for v in question.values if v in given) or None
+
+
 def validate_answers(raw: Mapping[str, object], catalog: Catalog, *, source: str = "answers") -> dict[str, str]:
     """Return the answered questions in catalog order, or raise AnswersError naming the problem."""
     known = {q.id: q for q in catalog.questions}
+    out: dict[str, str] = {}
     for key, value in raw.items():
         if key not in known:
             raise AnswersError(
@@ -61,13 +83,19 @@ def validate_answers(raw: Mapping[str, object], catalog: Catalog, *, source: str
             )
         if value is None or value == UNKNOWN:
             continue
+        if known[key].multiple:
+            several = multiple_value(known[key], value, source)
+            if several is not None:
+                out[key] = several
+            continue
         if not isinstance(value, str) or value not in known[key].values:
             raise AnswersError(
                 f"{source}: {key}: {value!r} is not a valid value."
                 f" Valid values: {', '.join(known[key].values)} (or {UNKNOWN})."
             )
+        out[key] = value
     # Catalog order keeps output stable whatever order the user wrote.
-    return {q: str(raw[q]) for q in known if raw.get(q) not in (None, UNKNOWN)}
+    return {q: out[q] for q in known if q in out}
 
 
 def control_value(value: object) -> str | None:
@@ -161,10 +189,18 @@ def parse_set_flags(items: Iterable[str], catalog: Catalog) -> dict[str, str]:
     raw: dict[str, object] = {}
     for item in items:
         key, sep, value = item.partition("=")
-        if not sep or not key.strip() or not value.strip():
+        key, value = key.strip(), value.strip()
+        if not sep or not key or not value:
             raise AnswersError(f"--set {item!r}: expected QUESTION=VALUE, e.g. --set duration=hours.")
-        raw[key.strip()] = value.strip()
+        earlier = raw.get(key)
+        if isinstance(earlier, str) and _takes_several(catalog, key) and value != UNKNOWN and earlier != UNKNOWN:
+            value = f"{earlier}{MULTIPLE_SEPARATOR}{value}"  # --set symptoms=a --set symptoms=b: both
+        raw[key] = value
     return validate_answers(raw, catalog, source="--set")
+
+
+def _takes_several(catalog: Catalog, question_id: str) -> bool:
+    return question_id in catalog.question_ids and catalog.question(question_id).multiple
 
 
 def apply_set_flags(answers: Mapping[str, str], items: Iterable[str], catalog: Catalog) -> dict[str, str]:
@@ -238,6 +274,8 @@ def dump_answers(
     for q in catalog.questions:
         value = answers.get(q.id)
         lines.append(f"# {q.asks} ({' | '.join(q.values)})")
+        if value and q.multiple:
+            value = f"[{', '.join(answer_values(answers, q.id))}]"
         lines.append(f"{q.id}: {value}" if value else f"# {q.id}: {UNKNOWN}")
     if current is not None:
         states = " | ".join(CONTROL_VALUES)

@@ -8,13 +8,17 @@ The catalog is data: adding a strategy or a question means adding YAML, never Py
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from advisor.model.words import Words, say
 
 GRANULARITIES = ("task", "record", "event")
-QUESTION_GROUPS = ("recovery_point", "trait")
+# evidence: what the team saw and who owns the engine — the review ranks and words its findings
+# with them; no strategy's score depends on them.
+QUESTION_GROUPS = ("recovery_point", "trait", "evidence")
+# How much one control costs to put in place, cheapest first (the review's "this week" order).
+EFFORTS = ("setting", "code", "schema")
 
 # A condition over answers: question id → the values for which it holds (AND across questions,
 # OR within one question's values). STYLE.md 14: rules are data, the engine only evaluates them.
@@ -38,8 +42,11 @@ class Question:
     id: str
     asks: str
     help: str
-    group: str  # "recovery_point" (the three recovery-point questions, Q1-Q3) or "trait"
+    group: str  # "recovery_point" (the three recovery-point questions, Q1-Q3), "trait" or "evidence"
     choices: tuple[Choice, ...]
+    # Several values at once (what the team saw: `symptoms`). The answers hold them as one text,
+    # the values in the choices' order joined by "," (see answer_values); no condition reads it.
+    multiple: bool = False
 
     def choice(self, value: str) -> Choice:
         for choice in self.choices:
@@ -50,6 +57,15 @@ class Question:
     @property
     def values(self) -> tuple[str, ...]:
         return tuple(c.id for c in self.choices)
+
+
+MULTIPLE_SEPARATOR = ","
+
+
+def answer_values(answers: Mapping[str, str], question_id: str) -> tuple[str, ...]:
+    """The values answered for a question: one, several (a multiple-value question) or none."""
+    value = answers.get(question_id)
+    return tuple(value.split(MULTIPLE_SEPARATOR)) if value else ()
 
 
 @dataclass(frozen=True)
@@ -197,6 +213,11 @@ class Control:
     reference: str | None = None  # a public URL a user can open
     cases: tuple[ControlCase, ...] = ()
     covers: tuple[str, ...] = ()  # ids of the strategy's pitfalls this control guards against
+    effort: str = "code"  # setting | code | schema (EFFORTS): the review patches the cheapest first
+    # Another control of the strategy whose answer (yes / no) the team may have given for the same
+    # gap under other answers: when that one does not apply and this one does, its state is read
+    # as this one's (results-and-progress-together: no, with outputs outside the store).
+    stands_in_for: str | None = None
 
     def applies(self, answers: Mapping[str, str]) -> bool:
         return all(
@@ -212,9 +233,9 @@ class Control:
             text = next((t for case in holding if (t := getattr(case, name))), getattr(self, name))
             return say(text, answers)
 
-        return Control(
-            self.id, say(self.question, answers), pick("why"), pick("how_to_check"), pick("fix"),
-            self.applies_when, self.reference, (), self.covers,
+        return replace(
+            self, question=say(self.question, answers), why=pick("why"), how_to_check=pick("how_to_check"),
+            fix=pick("fix"), cases=(),
         )  # fmt: skip
 
 
@@ -266,6 +287,35 @@ class Scenario:
     answers: Mapping[str, str]
 
 
+SYMPTOMS = "symptoms"  # the question evidence rules read by its values (what the team saw)
+
+
+@dataclass(frozen=True)
+class EvidenceRule:
+    """Symptom × answers → control weights (``evidence.yaml``): when the team saw one of
+    ``symptoms`` (empty: whatever it saw) and ``when`` holds, each control named in ``weights``
+    becomes that much likelier to be the cause. The review ranks its findings by the sum."""
+
+    id: str
+    symptoms: tuple[str, ...]  # any one of them seen (values of the `symptoms` question)
+    when: Condition  # the answers it needs besides (AND; empty: none)
+    weights: Mapping[str, float]  # control id → weight
+    says: str  # why, in a few words ("a retried attempt re-used the failed one's output")
+
+    def holds(self, symptoms: tuple[str, ...], answers: Mapping[str, str]) -> bool:
+        seen = not self.symptoms or any(s in symptoms for s in self.symptoms)
+        return seen and condition_holds(self.when, answers)
+
+
+@dataclass(frozen=True)
+class Evidence:
+    """The review's ranking rules; ``keywords``: words of the team's context that suggest a
+    symptom it did not answer (symptom → words, matched whole and case-insensitively)."""
+
+    rules: tuple[EvidenceRule, ...] = ()
+    keywords: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+
+
 @dataclass(frozen=True)
 class Catalog:
     questions: tuple[Question, ...]
@@ -275,6 +325,7 @@ class Catalog:
     conflicts: tuple[Conflict, ...] = ()
     close_call_margin: float = 2.0  # a lead smaller than this is a close call (decision.yaml)
     words: Words = field(default_factory=Words)  # the stacks' own words (stack-words.yaml)
+    evidence: Evidence = field(default_factory=Evidence)  # the review's ranking rules (evidence.yaml)
 
     def question(self, question_id: str) -> Question:
         for q in self.questions:

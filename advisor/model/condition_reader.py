@@ -19,6 +19,8 @@ def read_conditions(r: Reader, key: str, questions: Mapping[str, Question]) -> d
     for qid, values in cond.data.items():
         if qid not in questions:
             raise cond.error(qid, f"unknown question; known: {', '.join(questions)}")
+        if questions[qid].multiple:  # a condition compares one answer; several values never match it
+            raise cond.error(qid, "takes several values at once: only the review's evidence rules read it")
         values = [values] if isinstance(values, str) else values
         if not isinstance(values, list) or not values:
             raise cond.error(qid, "expected a value or a list of values")

@@ -11,25 +11,25 @@ Files:
 - ``conflicts.yaml``  answers that contradict each other (condition, message, what to revisit)
 - ``decision.yaml``   the decision model's settings (the close-call margin)
 - ``template-settings.yaml``  template answers implied by answers (``advisor.model.template_settings``)
+- ``evidence.yaml``   the review's ranking rules: symptom × answers → control weights
+  (``advisor.model.evidence_loader``)
 - ``stack-words.yaml``  the [[terms]] texts may name, worded per stack (``advisor.model.words_file``)
 - every other ``*.yaml`` one strategy, its file name equal to its ``id``
 """
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping
 from pathlib import Path
 
 from advisor.errors import CatalogError
 from advisor.model.catalog import (
     GRANULARITIES,
+    MULTIPLE_SEPARATOR,
     QUESTION_GROUPS,
     Catalog,
     Choice,
     Condition,
-    Control,
-    ControlCase,
     Fit,
     FixCase,
     Note,
@@ -45,21 +45,26 @@ from advisor.model.condition_reader import read_conditions as _conditions
 from advisor.model.condition_reader import read_url as _optional_url
 from advisor.model.condition_reader import read_when as _when
 from advisor.model.conflicts_file import load_close_call_margin, load_conflicts
+from advisor.model.controls_loader import load_controls
+from advisor.model.evidence_loader import load_evidence
 from advisor.model.parsed_cache import read_yaml, save_cache
 from advisor.model.words_file import WORDS_FILE, load_words
 from advisor.model.yaml_reader import LOADING_WORDS, Reader
 from advisor.paths import strategies_dir
 
 RESERVED_FILES = ("questions.yaml", "scenarios.yaml", "pitfalls.yaml", "conflicts.yaml", "decision.yaml",
-                  "template-settings.yaml", WORDS_FILE)
+                  "template-settings.yaml", "evidence.yaml", WORDS_FILE)
 
 
 def _question(path: Path, raw: object, index: int) -> Question:
     r = Reader(path, raw, f"questions[{index}]")
-    r.only("id", "asks", "help", "group", "choices")
+    r.only("id", "asks", "help", "group", "choices", "multiple")
     group = r.text("group")
     if group not in QUESTION_GROUPS:
         raise r.error("group", f"must be one of {', '.join(QUESTION_GROUPS)}")
+    multiple = r.data.get("multiple", False)
+    if not isinstance(multiple, bool):
+        raise r.error("multiple", "expected true or false (several values at once, or one)")
     choices = []
     for i, item in enumerate(r.items("choices")):
         c = Reader(path, item, f"{r.key}.choices[{i}]")
@@ -68,7 +73,9 @@ def _question(path: Path, raw: object, index: int) -> Question:
     ids = [c.id for c in choices]
     if len(set(ids)) != len(ids):
         raise r.error("choices", "choice ids must be unique")
-    return Question(r.text("id"), r.text("asks"), r.text("help"), group, tuple(choices))
+    if multiple and any(MULTIPLE_SEPARATOR in i or i == "unknown" for i in ids):
+        raise r.error("choices", f"a multiple-value question's choice ids may not contain {MULTIPLE_SEPARATOR!r} nor be 'unknown'")
+    return Question(r.text("id"), r.text("asks"), r.text("help"), group, tuple(choices), multiple)
 
 
 def load_questions(path: Path) -> tuple[Question, ...]:
@@ -143,61 +150,6 @@ STRATEGY_KEYS = (
     "pros", "cons", "costs", "pitfalls", "references", "template", "fit", "prior", "notes", "order",
     "controls", "adopt", "recipes", "gates",
 )  # fmt: skip
-
-CONTROL_KEYS = ("id", "question", "why", "how_to_check", "fix", "applies_when", "reference", "cases", "covers")
-_CONTROL_ID = re.compile(r"^[a-z][a-z0-9]*(-[a-z0-9]+)*$")
-
-
-def load_controls(
-    r: Reader, questions: Mapping[str, Question], pitfall_ids: tuple[str, ...] = ()
-) -> tuple[Control, ...]:
-    """A strategy's ``controls:`` list (optional; when present, a non-empty list of mappings).
-
-    ``covers`` names pitfalls of the same strategy (``pitfall_ids``) the control guards against.
-    """
-    if r.data.get("controls") is None:
-        return ()
-    controls: list[Control] = []
-    for i, raw in enumerate(r.items("controls")):
-        c = Reader(r.path, raw, f"controls[{i}]")
-        c.only(*CONTROL_KEYS)
-        cid = c.text("id")
-        if not _CONTROL_ID.match(cid):
-            raise c.error("id", f"{cid!r} is not a control id: use lowercase words joined by '-'")
-        if any(other.id == cid for other in controls):
-            raise c.error("id", f"duplicate control id {cid!r} (control ids are unique per strategy)")
-        cases = []
-        for j, raw_case in enumerate(c.data.get("cases") or []):
-            k = Reader(r.path, raw_case, f"{c.key}.cases[{j}]")
-            k.only("when", "why", "how_to_check", "fix")
-            when = _conditions(k, "when", questions)
-            if not when:
-                raise k.error("when", "a case needs the answers it holds for")
-            words = {
-                key: k.text(key) if k.data.get(key) is not None else None for key in ("why", "how_to_check", "fix")
-            }
-            if not any(words.values()):
-                raise k.error("why", "a case rewords at least one of why, how_to_check, fix")
-            cases.append(ControlCase(when, words["why"], words["how_to_check"], words["fix"]))
-        covers = c.texts("covers", required=False)
-        for j, pid in enumerate(covers):
-            if pid not in pitfall_ids:
-                known = ", ".join(pitfall_ids)
-                raise c.error(f"covers[{j}]", f"{pid!r} is not a pitfall of this strategy; known: {known}")
-        controls.append(
-            Control(
-                id=cid,
-                question=c.text("question"),
-                why=c.text("why"),
-                how_to_check=c.text("how_to_check"),
-                fix=c.text("fix"),
-                applies_when=_conditions(c, "applies_when", questions),
-                reference=_optional_url(c, "reference"),
-                cases=tuple(cases),
-                covers=covers,
-            )
-        )
-    return tuple(controls)
 
 
 def _gates(r: Reader, questions: Mapping[str, Question]) -> dict[str, tuple[Condition, ...]]:
@@ -333,5 +285,6 @@ def load_catalog(root: Path | None = None) -> Catalog:
     finally:
         LOADING_WORDS.reset(loading)
     margin = load_close_call_margin(root / "decision.yaml")
+    evidence = load_evidence(root / "evidence.yaml", by_id, strategies)
     save_cache(root)  # a valid catalog only: write its parsed files once
-    return Catalog(questions, tuple(strategies), scenarios, root, conflicts, margin, words)
+    return Catalog(questions, tuple(strategies), scenarios, root, conflicts, margin, words, evidence)

@@ -19,11 +19,20 @@ from collections.abc import Mapping, Sequence
 
 from advisor.errors import AnswersError
 from advisor.model.answers import CurrentDesign
-from advisor.model.catalog import Catalog, Control, Strategy, condition_holds
+from advisor.model.catalog import EFFORTS, Catalog, Control, Strategy, condition_holds
 from advisor.model.engine import recommend
 from advisor.model.recommendation import Recommendation
 from advisor.model.template_settings import settings_for
-from advisor.review.plan import depends_on_unanswered, migration_path, verification_plan
+from advisor.review.plan import (
+    ENGINE_OWNER,
+    NOT_OWNED,
+    depends_on_unanswered,
+    likely,
+    target_design,
+    unanswered_conditions,
+    verification_plan,
+)
+from advisor.review.ranking import Seen, rank, symptoms_seen, why_ranked
 from advisor.review.render import render
 from advisor.review.result import Finding, Review, Verdict
 
@@ -83,33 +92,61 @@ def _condition_words(control: Control, answers: Mapping[str, str], catalog: Cata
     )
 
 
-def _findings(
-    design: CurrentDesign, target: Strategy, answers: Mapping[str, str], catalog: Catalog
-) -> tuple[tuple[Finding, ...], tuple[Control, ...], tuple[Control, ...], tuple[Control, ...], tuple[Control, ...]]:
-    """(findings, in place, not needed, replaced, undecided) — missing first, then unknown.
+def _statuses(design: CurrentDesign, strategy: Strategy, answers: Mapping[str, str]) -> tuple[dict[str, str], tuple[tuple[str, str], ...]]:
+    """Each control's state; a control the team did not answer takes the answer given for the
+    control it stands in for, when that one does not apply to these answers (``stands_in_for``)."""
+    states = {c.id: design.status(c.id) for c in strategy.controls}
+    stood_in = []
+    for c in strategy.controls:
+        other = c.stands_in_for
+        if other and states[c.id] == "unknown" and states[other] != "unknown" and c.applies(answers) \
+                and not strategy.control(other).applies(answers):
+            states[c.id] = states[other]
+            stood_in.append((c.id, other))
+    return states, tuple(stood_in)
 
-    When the decision replaces the current strategy, an unknown control the new one does not have
-    is not worth checking: it is listed apart (``replaced``), without why / check / fix."""
+
+def this_week_order(findings: Sequence[Finding]) -> tuple[Finding, ...]:
+    """The order to patch them: missing ones, then the likely causes (at least half the best
+    evidence), each group cheapest first (a setting, then code, then a schema); the rest after."""
+    best = max((f.score for f in findings), default=0.0)
+
+    def key(f: Finding) -> tuple[bool, bool, int, int]:
+        return f.status != "no", not likely(f.score, best), EFFORTS.index(f.control.effort), f.number
+
+    return tuple(sorted(findings, key=key))
+
+
+def _findings(
+    design: CurrentDesign, answers: Mapping[str, str], catalog: Catalog, seen: Seen
+) -> tuple[tuple[Finding, ...], tuple[Control, ...], tuple[Control, ...], tuple[Control, ...], tuple[tuple[str, str], ...]]:
+    """(findings, in place, not needed, undecided, stood in): every missing or unknown control
+    that applies, ranked by the evidence — missing first, then unknown, likeliest first.
+
+    An unknown control that matters only for answers not given yet is a finding when the evidence
+    points at it (with its condition named), else it is listed apart (``undecided``)."""
     strategy = catalog.strategy(design.strategy)
+    states, stood_in = _statuses(design, strategy, answers)
     applying = [c for c in strategy.controls if c.applies(answers)]
     not_needed = tuple(c for c in strategy.controls if not c.applies(answers))
-    keeps = {c.id for c in target.controls} if target.id != strategy.id else {c.id for c in applying}
-    missing = [c for c in applying if design.status(c.id) == "no"]
-    unknown = [c for c in applying if design.status(c.id) == "unknown"]
-    migrating = target.id != strategy.id
-    # Migrating: an unknown control that matters only for answers not given yet is rebuilt with
-    # the new design (it is on its checklist), so it is named with the replaced ones.
-    replaced = tuple(
-        c for c in unknown if c.id not in keeps or (migrating and depends_on_unanswered(c, answers))
+    open_ = [c for c in applying if states[c.id] in ("no", "unknown")]
+    ranked = rank(open_, states, seen, answers, catalog)
+    undecided = tuple(
+        c for c, found in ranked if states[c.id] == "unknown" and depends_on_unanswered(c, answers) and found.score <= 0
     )
-    undecided = tuple(c for c in unknown if c not in replaced and depends_on_unanswered(c, answers))
-    unknown = [c for c in unknown if c not in replaced and c not in undecided]
-    findings = tuple(
-        Finding(i, c.worded(answers), design.status(c.id), _condition_words(c, answers, catalog))
-        for i, c in enumerate(missing + unknown, 1)
-    )
-    in_place = tuple(c for c in applying if design.status(c.id) == "yes")
-    return findings, in_place, not_needed, replaced, undecided
+    listed = [(c, found) for c, found in ranked if c not in undecided]
+    stand = dict(stood_in)
+    findings = []
+    for i, (c, found) in enumerate(listed, 1):
+        here = _condition_words(c, answers, catalog)
+        if c.id in stand:
+            here += (f"your answer for `{stand[c.id]}`, which these answers replace with this control",)
+        findings.append(Finding(
+            i, c.worded(answers), states[c.id], here, why_ranked(i, states[c.id], found, seen, answers, catalog),
+            found.score, unanswered_conditions(c, answers) if depends_on_unanswered(c, answers) else "",
+        ))  # fmt: skip
+    in_place = tuple(c for c in applying if states[c.id] == "yes")
+    return tuple(findings), in_place, not_needed, undecided, stood_in
 
 
 def review(
@@ -126,19 +163,22 @@ def review(
         raise AnswersError(f"--chosen {chosen!r}: unknown strategy. Valid: {', '.join(catalog.strategy_ids)}.")
     design = _as_design(current, catalog)
     verdict = judge_current(rec, design.strategy) if design else None
+    owner = rec.answers.get(ENGINE_OWNER)
     if chosen is not None:
         target = rec.ranked(chosen)
-    elif design is not None and verdict is not None and verdict.fits:
-        target = rec.ranked(design.strategy)  # a fitting category is kept: fix it, don't replace it
+    elif design is not None and verdict is not None and (verdict.fits or owner in NOT_OWNED):
+        # A fitting category is kept: fix it, don't replace it. An engine the team does not own is
+        # kept too: its target is that product's configuration, never a rewrite.
+        target = rec.ranked(design.strategy)
     else:
         target = rec.top
-    findings, in_place, not_needed, replaced, undecided = (
-        _findings(design, target.strategy, rec.answers, catalog) if design else ((), (), (), (), ())
+    seen = symptoms_seen(rec.answers, catalog, context)
+    findings, in_place, not_needed, undecided, stood_in = (
+        _findings(design, rec.answers, catalog, seen) if design else ((), (), (), (), ())
     )
-    current_fits = verdict is not None and verdict.fits
     settings = settings_for(target.strategy.template, rec.answers, catalog)  # what `generate` is told
-    steps, keep, to_build = migration_path(
-        target.strategy, design, findings, in_place, rec.answers, rec, catalog, current_fits, settings
+    steps, keep, to_build = target_design(
+        target.strategy, design, findings, in_place, rec, catalog, verdict, settings, owner
     )
     if design is not None and design.strategy != target.strategy.id:  # only what the new design keeps
         kept = {c.id for c in target.strategy.controls}
@@ -149,8 +189,8 @@ def review(
     plan = verification_plan(target.strategy, rec.answers, still, in_place_kept, to_build, settings)
     return Review(
         rec, target, design, context, findings, in_place, not_needed, verdict, steps, keep, plan, to_build,
-        replaced, undecided,
-    )
+        undecided, this_week_order(findings), seen, owner, stood_in,
+    )  # fmt: skip
 
 
 def decision_record(

@@ -1,7 +1,9 @@
-"""The review's plans: the migration path from the current design and the verification plan.
+"""The review's plans: the target design (a migration, only for an engine the team owns; a
+build plan without a current design) and the verification plan.
 
 Both are worded for the answers and the findings; neither prints a command the advisor would
 refuse (a strategy without a template gets a drill of the job itself). Pure text building.
+This week's fixes are the findings themselves (``judge.this_week_order``); nothing here waives one.
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ from advisor.model.template_settings import flags as generate_flags
 if TYPE_CHECKING:
     from advisor.model.answers import CurrentDesign
     from advisor.model.template_settings import Setting
-    from advisor.review.result import Finding
+    from advisor.review.result import Finding, Verdict
 
 # Where the kills that matter land, by answer (the verification plan aims the drill there).
 KILL_WINDOWS: tuple[tuple[str, tuple[str, ...], str], ...] = (
@@ -45,6 +47,11 @@ ALERTS: tuple[tuple[str, tuple[str, ...], str, str], ...] = (
 # --workers nor --fail-rate (the generated drill would refuse them). Which settings the answers
 # imply is data: strategies/template-settings.yaml (advisor/model/template_settings.py).
 SINGLE_WORKER = {("checkpoint_store", "file")}
+
+
+def likely(score: float, best: float) -> bool:
+    """A likely cause: the evidence points at it at least half as strongly as at the likeliest."""
+    return score > 0 and score * 2 >= best
 
 
 def depends_on_unanswered(control: Control, answers: Mapping[str, str]) -> bool:
@@ -75,20 +82,28 @@ def ids(controls: Sequence[Control]) -> str:
     return ", ".join(f"`{c.id}`" for c in controls)
 
 
-def migration_path(
+ENGINE_OWNER = "engine_owner"
+NOT_OWNED = ("framework", "product")  # engines the team configures or runs, never rewrites
+
+
+def target_design(
     target: Strategy,
     design: CurrentDesign | None,
     findings: tuple[Finding, ...],
     in_place: tuple[Control, ...],
-    answers: Mapping[str, str],
     rec: Recommendation,
     catalog: Catalog,
-    current_fits: bool,
+    verdict: Verdict | None,
     settings: Sequence[Setting] = (),
+    owner: str | None = None,
 ) -> tuple[tuple[str, ...], tuple[str, ...], tuple[Control, ...]]:
-    """(ordered steps, what to keep, the target's controls still to build); ``settings``: the
-    template settings the answers imply for the target (the generate command carries them)."""
-    target_controls = [c.worded(answers) for c in target.controls if c.applies(answers)]
+    """The second track: (ordered steps, what to keep, controls still to build). This week's
+    fixes are never waived for it (they are the first track). No current design: a build plan.
+
+    The category is kept when it fits, or when the team does not own the engine (a framework it
+    configures, a product it runs): then the target is that engine's configuration, and the
+    controls listed are what the advisor's top pick would add, asked of its settings."""
+    answers = rec.answers
     if design is None:
         steps = [f"Build it: {_where(rec, target)}"]
         if target.id in _generated():
@@ -97,62 +112,49 @@ def migration_path(
                 " and move the real work into it." + because(settings)
             )
         steps.append("Put each essential control below in place before the first production run.")
-        return tuple(steps), (), tuple(target_controls)
+        return tuple(steps), (), tuple(c.worded(answers) for c in target.controls if c.applies(answers))
 
     current = catalog.strategy(design.strategy)
-    missing = [f for f in findings if f.status == "no"]
-    unknown = [f for f in findings if f.status == "unknown"]
-    if current.id == target.id:
-        steps = []
-        if missing:
-            steps.append(
-                f"Close {numbers(missing)} first ({ids([f.control for f in missing])}): that is where this design"
-                " loses or repeats work today."
-            )
-        if unknown:
-            steps.append(f"Run the checks of {numbers(unknown)}; fix each one that turns out missing, in that order.")
-        if not findings:
-            steps.append(
-                "Nothing to change: repeat the verification plan after every change to the job's recovery code."
-            )
-        keep = [
+    fits = verdict is not None and verdict.fits
+    in_place_text = [f"the controls in place: {ids(in_place)}"] if in_place else []
+    if current.id == target.id and (fits or owner not in NOT_OWNED or rec.top.strategy.id == current.id):
+        keep = (
             f"the category — {current.name} fits these answers; no rewrite is needed"
-            if current_fits
+            if fits
             else f"the category, by the team's choice — though {current.name} does not fit these answers (see above)"
+        )
+        return (), (keep, *in_place_text), ()
+    if current.id == target.id:  # does not fit, and the engine is not the team's to rewrite
+        top = rec.top.strategy
+        have = {c.id for c in current.controls}
+        asks = tuple(c.worded(answers) for c in top.controls if c.applies(answers) and c.id not in have)
+        engine = _engine(answers, catalog)
+        steps = [
+            f"Keep {engine} (`{ENGINE_OWNER}={owner}`): the target is its configuration, not a rewrite as"
+            f" {top.name}. This week's fixes come first; they are settings of it or code of your own tasks.",
         ]
-        if in_place:
-            keep.append(f"the controls in place: {ids(in_place)}")
-        return tuple(steps), tuple(keep), ()
+        if asks:
+            where = "its settings and your tasks" if owner == "framework" else "its settings (or its maintainers)"
+            steps.append(f"Then ask of {where} what {top.name} would add for these answers (below), one at a time.")
+        return tuple(steps), (f"{engine} and its category ({current.name})", *in_place_text), asks
 
+    target_controls = [c.worded(answers) for c in target.controls if c.applies(answers)]
     target_ids = {c.id for c in target_controls}
-    carry = [f for f in missing if f.control.id in target_ids]
-    drop = [f for f in findings if f.control.id not in target_ids]
+    carry = [f for f in findings if f.control.id in target_ids]
     kept = [c for c in in_place if c.id in target_ids]
-    checked = [f for f in unknown if f.control.id in target_ids]
     described = {k.id for k in kept} | {f.control.id for f in findings}
     to_build = tuple(c for c in target_controls if c.id not in described)
-    steps = []
-    if carry:
-        steps.append(
-            f"While {current.name} still runs, close {numbers(carry)} ({ids([f.control for f in carry])}):"
-            f" {target.name} needs the same control, so the work carries over."
-        )
-    if checked:
-        steps.append(
-            f"Run the checks of {numbers(checked)}: {target.name} needs those controls too;"
-            " fix each one that turns out missing."
-        )
-    if drop:
-        steps.append(
-            f"{numbers(drop).capitalize()} ({ids([f.control for f in drop])}) disappears with {target.name};"
-            " patch it in the current design only if the switch is weeks away."
-        )
+    owned = (
+        f" Only if the team owns the engine (`{ENGINE_OWNER}=own_code`); a framework or a product is configured instead."
+        if owner is None
+        else ""
+    )
+    steps = [
+        "Weigh it apart from this week's fixes, which ship first whatever is decided"
+        + (f"; {numbers(carry)} carry over, {target.name} needs them too." if carry else ".")
+        + owned
+    ]
     steps.append(f"Add the recovery point: {_where(rec, target)}")
-    if to_build:
-        steps.append(
-            f"Build the essential controls of {target.name} (listed below the steps), one at a time,"
-            " each with its check."
-        )
     if target.adopt:
         steps.append(f"Switch over: {target.adopt}")
     steps.append(
@@ -162,6 +164,14 @@ def migration_path(
     keep_text = [f"the controls that carry over: {ids(kept)}"] if kept else []
     keep_text.append("the job's own business logic; only how it records progress and calls out changes")
     return tuple(steps), tuple(keep_text), to_build
+
+
+def _engine(answers: Mapping[str, str], catalog: Catalog) -> str:
+    """The engine the team runs, in its words: the runner when answered, else the owner's kind."""
+    runner = answers.get("runner")
+    if runner and runner not in ("plain", "other"):
+        return catalog.question("runner").choice(runner).label.split(" (")[0]
+    return "the framework" if answers.get(ENGINE_OWNER) == "framework" else "the product"
 
 
 def because(settings: Sequence[Setting]) -> str:
@@ -204,13 +214,7 @@ def verification_plan(
         if in_place
         else ""
     )
-    if findings:
-        steps.append(
-            f"Close {numbers(findings)}: {'each' if len(findings) > 1 else 'it'} is closed when its check passes,"
-            " not when the fix is merged"
-            + (f"; {claims}." if claims else ".")
-        )
-    elif claims:
+    if claims:  # this week's fixes say they are closed by their checks; claims need theirs too
         steps.append(claims[0].upper() + claims[1:] + ".")
     windows = list(dict.fromkeys(text for qid, values, text in KILL_WINDOWS if answers.get(qid) in values))
     aim = "; ".join(windows) if windows else "at random moments while work is in flight"

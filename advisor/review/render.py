@@ -1,4 +1,6 @@
-"""The review as Markdown: findings, the fit, the plans, then the MADR sections — each thing once.
+"""The review as Markdown: findings, the fit, this week's fixes, the target design, the
+verification plan, then the MADR sections — each thing once (the review's own sections:
+:mod:`advisor.review.render_tracks`).
 
 What a user reads stands on its own: the catalog's text cites only public references (tested),
 and quoted answers pass through :func:`~advisor.redact.redact`.
@@ -13,53 +15,18 @@ from typing import TYPE_CHECKING
 from advisor.model.catalog import Catalog, Pitfall
 from advisor.model.recommendation import Ranked, lead_words
 from advisor.redact import redact
-from advisor.review.plan import depends_on_unanswered, ids, numbers, unanswered_conditions
+from advisor.review.plan import NOT_OWNED
+from advisor.review.render_tracks import answer_words, findings_section, target_section, this_week_section
 from advisor.review.title import heading
 
 if TYPE_CHECKING:
-    from advisor.review.result import Finding, Review
+    from advisor.review.result import Review
 
 # Pitfalls the verification plan itself answers (it is the crash drill), never listed apart.
 ANSWERED_BY_THE_PLAN = ("untested-recovery",)
 
-def _fit_heading(r: Review) -> list[str]:
-    v = r.verdict
-    assert v is not None
-    if not v.fits:
-        out = [f"**Does not fit.** {v.summary}"]
-        if v.risks:
-            out += ["", "What it risks with these answers:"] + [f"- {(x)}" for x in v.risks]
-        else:
-            top = r.rec.top.strategy.name
-            out += ["", f"Nothing in these answers counts against it; {top} simply fits them better."]
-        return out
-    if r.missing:
-        return [
-            f"**Right category, missing controls.** {v.summary} The gap is how it is built — {numbers(r.missing)}"
-            " above — not the category: fix those before considering a rewrite."
-        ]
-    if r.unknown:
-        return [f"**Fits, if the unknown controls hold.** {v.summary} Check {numbers(r.unknown)} above."]
-    return [f"**Fits.** {v.summary} Every essential control that applies is in place."]
-
-
-def _finding_lines(f: Finding, dropped: bool = False) -> list[str]:
-    c = f.control
-    label = "Missing" if f.status == "no" else "Unknown"
-    here = f" Here: {'; '.join(f.here)}." if f.here else ""
-    out = [f"{f.number}. **{label}: {c.question}** (`{c.id}`){here}"]
-    fix = c.fix + (f" See {c.reference}" if c.reference else "")
-    if f.status == "no" and not dropped:  # what the incident is about: one line each
-        return out + [f"   - Why: {c.why}", f"   - Check: {c.how_to_check}", f"   - Fix: {fix}"]
-    return out + [f"   - Why: {_end(c.why)} *Check:* {_end(c.how_to_check)} *Fix:* {fix}"]
-
-
-def _end(text: str) -> str:
-    return text if text.endswith((".", "?", "!")) else text + "."
-
-
 def _answers_line(r: Review, catalog: Catalog) -> str:
-    parts = [f"{catalog.question(q).choice(v).label} (`{q}={v}`)" for q, v in r.rec.answers.items()]
+    parts = [answer_words(catalog, q, r.rec.answers) for q in r.rec.answers]
     unanswered = len(catalog.questions) - len(parts)
     tail = f" {unanswered} questions unanswered." if unanswered else ""
     return ("The answers: " + "; ".join(parts) + "." if parts else "No questions answered.") + tail
@@ -120,43 +87,8 @@ def render(
         out.append(f"* Current design: {catalog.strategy(r.current.strategy).name} (`{r.current.strategy}`)")
 
     if r.current is not None and r.verdict is not None:
-        current = catalog.strategy(r.current.strategy)
-        out += ["", "## Findings", ""]
-        unknown = len(r.unknown) + len(r.replaced) + len(r.undecided)
-        counts = f"{len(r.missing)} missing, {unknown} unknown, {len(r.in_place)} in place"
-        out.append(f"Essential controls of {current.name} for these answers: {counts}.")
-        if r.findings:
-            out.append("")
-            kept = {c.id for c in r.target.strategy.controls}
-            for f in r.findings:  # a missing control the migration drops: the short form
-                dropped = r.current.strategy != r.target.strategy.id and f.control.id not in kept
-                out += _finding_lines(f, dropped=dropped)
-        rest = ([f"In place: {ids(r.in_place)}."] if r.in_place else []) + (
-            [f"Unknown, but replaced or rebuilt by the migration below: {ids(r.replaced)}."] if r.replaced else []
-        ) + ([f"Not needed with these answers: {ids(r.not_needed)}."] if r.not_needed else [])
-        if r.undecided:
-            rest.append(
-                "Unknown, and needed only if: "
-                + "; ".join(f"{unanswered_conditions(c, r.rec.answers)} (`{c.id}`)" for c in r.undecided)
-                + " — answer those questions, or check these too (`advisor explain "
-                + r.current.strategy + "`)."
-            )
-        if rest:
-            out += ["", " ".join(rest)]
-        out += ["", "### Does the category fit?", ""] + _fit_heading(r)
-
-    out += ["", "## Migration path" if r.current is not None else "## Build plan", ""]
-    out += [f"{i}. {step}" for i, step in enumerate(r.migration, 1)]
-    if r.keep:
-        out += ["", "Keep: " + "; ".join(r.keep) + "."]
-    if r.to_build:
-        out += ["", f"Essential controls of {s.name} to put in place:"]
-        out += [
-            f"- [ ] **{c.question}** (`{c.id}`) {c.fix}"
-            + (f" See {c.reference}" if c.reference else "")
-            + (f" *Only if* {unanswered_conditions(c, rec.answers)}." if depends_on_unanswered(c, rec.answers) else "")
-            for c in r.to_build
-        ]
+        out += ["", *findings_section(r, catalog), "", *this_week_section(r)]
+    out += ["", *target_section(r, catalog)]
 
     out += ["", "## Verification plan", ""]
     if probe:  # what was already proven on the real job comes before what is still to do
@@ -201,6 +133,11 @@ def render(
         out.append(
             f'Chosen option: "{s.name}" (`{s.id}`), the current category: it fits these answers'
             f" ({ahead}, not enough to justify a rewrite)."
+        )
+    elif r.current is not None and not r.rewrites and r.owner in NOT_OWNED:
+        out.append(
+            f'Chosen option: "{s.name}" (`{s.id}`), the engine the team runs (`engine_owner={r.owner}`): configured,'
+            f" not rewritten, though {rec.top.strategy.name} ranks first for these answers (see the target design)."
         )
     else:
         gaps = "; ".join((g) for g in rec.why_not.get(s.id, ())) or "none named"

@@ -71,11 +71,11 @@ class AdvisorApp(AdvisorAppBase):
             self.push_screen(RecommendationScreen())
 
     def action_review(self) -> None:
-        """Open the "review my current design" walkthrough at its first step."""
-        from advisor.tui.screens.review_current import CurrentStrategyScreen
+        """Open the "review my current design" walkthrough at its first step: what the team saw."""
+        from advisor.tui.screens.review_symptoms import SymptomsScreen
 
-        if self.session is not None and not isinstance(self.screen, CurrentStrategyScreen):
-            self.push_screen(CurrentStrategyScreen())
+        if self.session is not None and not isinstance(self.screen, SymptomsScreen):
+            self.push_screen(SymptomsScreen())
 
     def action_generate(self) -> None:
         from advisor.tui.screens.generate import GenerateScreen

@@ -8,7 +8,7 @@ ACTIONS: tuple[tuple[str, str, str], ...] = (
     ("Start the walkthrough", "start", "Answer the recovery-point questions and the job's traits"),
     ("Load an answers file", "load", "Read a saved answers YAML file and show its recommendation"),
     ("Show the recommendation", "recommend", "Rank the strategies for the answers given so far"),
-    ("Review my current design", "review", "Check the current strategy's essential controls; findings and a migration path"),
+    ("Review my current design", "review", "What you saw, then the current strategy's controls; ranked findings, this week's fixes, the target design"),
     ("Probe my job", "probe", "Kill and restart your own job's command, then verify it: evidence for the record"),
     ("Generate a project", "generate", "Render the chosen strategy's starter project with Copier"),
     ("Try it: run the crash drill", "drill", "Kill and restart the generated project, then verify it"),

@@ -44,10 +44,11 @@ class Session:
     _open: dict[frozenset[tuple[str, str]], frozenset[str]] = field(default_factory=dict, repr=False)
 
     def questions(self) -> tuple[Question, ...]:
-        """The walkthrough order: the three recovery-point questions, then the traits."""
+        """The walkthrough order: the three recovery-point questions, then the traits. The evidence
+        (what the team saw, who owns the engine) is asked by the review walkthrough instead."""
         qs = self.catalog.questions
         first = tuple(q for q in qs if q.group == "recovery_point")
-        return first + tuple(q for q in qs if q.group != "recovery_point")
+        return first + tuple(q for q in qs if q.group not in ("recovery_point", "evidence"))
 
     def open_questions(self) -> frozenset[str]:
         """Unanswered questions whose answer can still change the pick (cached per answer set)."""

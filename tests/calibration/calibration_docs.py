@@ -19,6 +19,7 @@ import yaml
 
 HERE = Path(__file__).resolve().parent
 INCIDENTS = HERE / "incidents.yaml"
+FIGURES = HERE / "review_figures.yaml"  # written by review_ranking.py --write
 DOC = HERE.parents[1] / "docs" / "calibration.md"
 
 # A citation a user can open: owner/repo#N (a GitHub issue or pull request) or an http(s) URL.
@@ -90,7 +91,61 @@ def render(incidents: list[dict[str, Any]]) -> str:
         lines.append(f"- **{inc['id']}**: {answers}")
         for sid, reason in inc.get("acceptable_why", {}).items():
             lines.append(f"  - also accepted, `{sid}`: {_cell(reason)}")
-    return "\n".join(lines) + "\n"
+    return "\n".join(lines + review_section()) + "\n"
+
+
+def review_section() -> list[str]:
+    """The review's ranking, from the figures tests/calibration/review_ranking.py recorded."""
+    if not FIGURES.exists():
+        return []
+    recorded: dict[str, Any] = yaml.safe_load(FIGURES.read_text(encoding="utf-8"))
+    lines = [
+        "",
+        "## The review: is the real fix the first finding?",
+        "",
+        "A team rarely knows which control it lacks. For the review's calibration each incident also",
+        "records what the team saw (`symptoms`), who owns the engine (`engine_owner`), its stack",
+        "(`broker`, `runner`, `domain`), the strategy it runs and the control whose absence best explains",
+        "the incident (the real fix). `tests/calibration/review_ranking.py` runs each row through",
+        "`advisor review` the way such a team would: an answers file with the answers and",
+        "`current: <strategy>`, every control unknown. It reports where the real fix lands among the",
+        "findings, whether `advisor recommend`'s pick is one the reviewer accepts, and the record's length.",
+        "",
+        "Two parts, kept apart. The **tuned** part (`tests/calibration/review_tuned.yaml`, with the older",
+        "cases of `tests/test_review_incidents.py`) is what the ranking rules (`strategies/evidence.yaml`)",
+        "were written with in view, so its figures say little beyond \"the rules do what they were written",
+        "to do\". The **held-out** part (`tests/calibration/heldout/incidents.yaml`) was not opened while",
+        "the rules were written; it was measured once, at the end, and its figures are reported as they",
+        "came out.",
+        "",
+        "| part | rows (with a real fix) | real fix first | among the first two | picks accepted"
+        " | record lines, median / max | measured |",
+        "|---|---:|---:|---:|---:|---:|---|",
+    ]
+    names = {"tuned": "tuned", "heldout": "held out"}
+    for part in ("tuned", "heldout"):
+        f = recorded.get(part)
+        if not f:
+            lines.append(f"| {names[part]} | — | not measured yet | | | | |")
+            continue
+        n = f["scored"]
+        lines.append(
+            f"| {names[part]} | {f['rows']} ({n}) | {f['first']} of {n} | {f['first_two']} of {n}"
+            f" | {f['picks_accepted']} of {f['rows']} | {f['record_lines']['median']:g} / {f['record_lines']['max']}"
+            f" | {f['measured']} |"
+        )
+    context = [
+        f"{names[p]}: first {recorded[p]['with_context']['first']}, first two {recorded[p]['with_context']['first_two']}"
+        for p in ("tuned", "heldout") if recorded.get(p)
+    ]
+    lines += [
+        "",
+        "With the rows' `context:` text added too (its words may suggest a symptom not answered): "
+        + "; ".join(context) + ".",
+    ]
+    if recorded.get("note"):
+        lines += ["", str(recorded["note"]).strip()]
+    return lines
 
 
 def main(argv: list[str]) -> int:

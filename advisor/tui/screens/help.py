@@ -31,9 +31,11 @@ HELP = """\
   [b]r[/] revise the answers · [b]v[/] review my design · [b]g[/] generate · [b]e[/] export
 
 [b]Review my current design[/]
-  1 the strategy used today (enter) · 2 its essential controls: [b]y[/] yes,
+  1 what you saw: [b]space[/] or [b]1-7[/] toggle symptoms, [b]tab[/] who owns the engine, [b]→[/] on
+  2 the strategy used today (enter) · 3 its essential controls: [b]y[/] yes,
   [b]n[/] no, [b]u[/] unknown (why and how to check under the list), [b]→[/] on
-  3 findings, fit, migration path, verification plan · 4 [b]e[/] export
+  4 findings ranked by what you saw (each says why), this week's fixes, the
+  target design, the verification plan · 5 [b]e[/] export
   [b]p[/] on the findings: probe my job — kill and restart your own job's
   command at random moments, then verify it; the record carries the result
 

@@ -1,4 +1,4 @@
-"""Review, step 2: the current strategy's essential controls, each yes / no / unknown.
+"""Review, step 3: the current strategy's essential controls, each yes / no / unknown.
 
 Only the controls that apply to the answers are asked; the highlighted one shows why it
 matters (worded for the answers) and how to check it.
@@ -13,16 +13,15 @@ from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Vertical, VerticalScroll
-from textual.screen import Screen
 from textual.widgets import Footer, Header, OptionList, Static
 from textual.widgets.option_list import Option
 
-from advisor.tui.session import Session
+from advisor.tui.screens.review_base import ReviewStepScreen
 from advisor.tui.widgets.review_steps import ReviewSteps
+
 
 if TYPE_CHECKING:
     from advisor.model.catalog import Control
-    from advisor.tui.base import AdvisorAppBase
 
 MARKS = {"yes": ("✔ yes", "green"), "no": ("✘ no ", "bold red"), "unknown": ("? ---", "yellow")}
 
@@ -37,8 +36,10 @@ def control_line(control: Control, status: str) -> Table:
     return row
 
 
-class ControlsScreen(Screen[None]):
+class ControlsScreen(ReviewStepScreen):
     """y / n / u answer the highlighted control and move down; enter or → shows the findings."""
+
+    STEP = 2
 
     BINDINGS = [
         Binding("escape,left", "back", "Back", key_display="←", priority=True),
@@ -48,7 +49,6 @@ class ControlsScreen(Screen[None]):
         Binding("right", "findings", "Findings", key_display="→", priority=True),
     ]
 
-    app: AdvisorAppBase
 
     def __init__(self, strategy_id: str) -> None:
         super().__init__()
@@ -64,11 +64,6 @@ class ControlsScreen(Screen[None]):
             yield VerticalScroll(Static("", id="control-why"), id="control-detail")
         yield Footer()
 
-    @property
-    def session(self) -> Session:
-        assert self.app.session is not None
-        return self.app.session
-
     def controls(self) -> list[Control]:
         strategy = self.session.catalog.strategy(self.strategy_id)
         return [c for c in strategy.controls if c.applies(self.session.answers)]
@@ -76,7 +71,7 @@ class ControlsScreen(Screen[None]):
     def on_mount(self) -> None:
         session = self.session
         strategy = session.catalog.strategy(self.strategy_id)
-        self.query_one(ReviewSteps).show(1, len(session.answers), len(session.catalog.questions))
+        self.show_steps()
         if session.current is not None and session.current.strategy == self.strategy_id:
             self.states = dict(session.current.controls)
         controls = self.controls()

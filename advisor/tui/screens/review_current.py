@@ -1,26 +1,22 @@
-"""Review, step 1: which strategy the job uses today (from the catalog), and what happened."""
+"""Review, step 2: which strategy the job uses today (from the catalog), and what happened."""
 
 from __future__ import annotations
-
-from typing import TYPE_CHECKING
 
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Vertical
-from textual.screen import Screen
 from textual.widgets import Footer, Header, Input, Label, OptionList, Static
 from textual.widgets.option_list import Option
 
-from advisor.tui.session import Session
+from advisor.tui.screens.review_base import ReviewStepScreen
 from advisor.tui.widgets.inputs import TextInput
 from advisor.tui.widgets.review_steps import ReviewSteps
 
-if TYPE_CHECKING:
-    from advisor.tui.base import AdvisorAppBase
 
-
-class CurrentStrategyScreen(Screen[None]):
+class CurrentStrategyScreen(ReviewStepScreen):
     """Enter (or a number) picks the current strategy and opens its controls checklist."""
+
+    STEP = 1
 
     BINDINGS = [
         Binding("escape", "back", "Back"),
@@ -29,7 +25,6 @@ class CurrentStrategyScreen(Screen[None]):
         *(Binding(str(n), f"pick({n})", "Pick", show=n == 1, key_display="1-9") for n in range(1, 10)),
     ]
 
-    app: AdvisorAppBase
 
     def compose(self) -> ComposeResult:
         yield Header()
@@ -42,14 +37,9 @@ class CurrentStrategyScreen(Screen[None]):
             yield TextInput(placeholder="e.g. a redeploy killed the nightly import and 40 invoices went out twice", id="context")
         yield Footer()
 
-    @property
-    def session(self) -> Session:
-        assert self.app.session is not None
-        return self.app.session
-
     def on_mount(self) -> None:
         session = self.session
-        self.query_one(ReviewSteps).show(0, len(session.answers), len(session.catalog.questions))
+        self.show_steps()
         options = self.query_one("#current-strategies", OptionList)
         for n, s in enumerate(session.catalog.strategies, start=1):
             options.add_option(Option(f"{n}  {s.name}", id=s.id))

@@ -1,23 +1,20 @@
-"""Review, step 3: the findings, fit verdict, migration path and verification plan, rendered
-exactly as the decision record (``advisor review``) writes them."""
+"""Review, step 4: the findings (each saying why it ranks where it does), the fit verdict, this
+week's fixes, the target design and the verification plan, rendered exactly as the decision
+record (``advisor review``) writes them."""
 
 from __future__ import annotations
-
-from typing import TYPE_CHECKING
 
 from rich.markdown import Markdown
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Vertical, VerticalScroll
-from textual.screen import Screen
 from textual.widgets import Footer, Header, Static
 
 from advisor.errors import AdvisorError
+from advisor.tui.screens.review_base import ReviewStepScreen
 from advisor.tui.widgets.review_steps import ReviewSteps
 
-if TYPE_CHECKING:
-    from advisor.tui.base import AdvisorAppBase
 
 RECORD_TAIL = "\n## Context and problem statement"
 """Where the record's review part ends and its MADR sections (shown on the export screen) begin."""
@@ -30,14 +27,15 @@ def findings_part(record: str) -> str:
     return head[start + 1 :] if start >= 0 else head
 
 
-class FindingsScreen(Screen[None]):
+class FindingsScreen(ReviewStepScreen):
+
+    STEP = 3
     BINDINGS = [
         Binding("escape,left", "back", "Back", key_display="←", priority=True),
         Binding("e,right", "app.export", "Export", key_display="e/→", priority=True),
         Binding("p", "probe", "Probe my job"),
     ]
 
-    app: AdvisorAppBase
     markdown = ""
     """The record's findings part, as shown (Markdown)."""
 
@@ -56,7 +54,7 @@ class FindingsScreen(Screen[None]):
     def show(self) -> None:
         session = self.app.session
         assert session is not None
-        self.query_one(ReviewSteps).show(2, len(session.answers), len(session.catalog.questions))
+        self.show_steps()
         title = self.query_one("#findings-title", Static)
         body = self.query_one("#findings-text", Static)
         try:

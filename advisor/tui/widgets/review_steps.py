@@ -1,16 +1,16 @@
-"""Where the user is in the review walkthrough: current strategy › controls › findings › export."""
+"""Where the user is in the review walkthrough: symptoms › current strategy › controls › findings › export."""
 
 from __future__ import annotations
 
 from rich.text import Text
 from textual.widgets import Static
 
-REVIEW_STEPS = ("strategy", "controls", "findings", "export")
+REVIEW_STEPS = ("symptoms", "strategy", "controls", "findings", "export")
 
 
 def review_steps_text(step: int, answered: int, total: int) -> Text:
     """``step`` is 0-based; ``answered``/``total`` say how much of the questionnaire the review rests on."""
-    text = Text("Review my design · ", style="bold")
+    text = Text("Review · ", style="bold")
     for i, name in enumerate(REVIEW_STEPS):
         if i:
             text.append(" › ", style="dim")

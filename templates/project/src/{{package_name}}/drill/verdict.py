@@ -27,14 +27,13 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 from . import durability as durability_module
-from .checks.resubmission import NEMESIS_CHECKS
 
 #: Every check id, in the order the text verdict lists them (the later ones: drill/checks/).
 CHECKS = ("lost", "duplicate_effects", "unexpected_effects", "incomplete", "results", "final_state",
           "nondeterministic_job", "calls_per_step", "effect_payloads", "history", "kills_not_delivered",
           "redone_calls", "durability", "worker_failures", "graceful_exit", "held_after_exit",
-          "in_doubt_after_exit", "resent_after_exit", "acked_uncommitted", "committed_lost",
-          "store_corrupt") + NEMESIS_CHECKS
+          "in_doubt_after_exit", "resent_after_exit", "acked_uncommitted", "resubmission", "key_reuse",
+          "committed_lost", "store_corrupt")
 
 Failure = dict[str, str]
 

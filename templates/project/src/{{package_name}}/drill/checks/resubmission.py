@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from typing import Any
 
-#: The check ids of this module (verdict.CHECKS lists them after its own).
+#: The check ids of this module (verdict.CHECKS lists them too).
 NEMESIS_CHECKS = ("resubmission", "key_reuse")
 
 PROMISES = {"refused": "refused (a record already queued here)", "deduped": "queued as a no-op (its business key)"}

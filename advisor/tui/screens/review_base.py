@@ -1,0 +1,30 @@
+"""What every step of the review walkthrough shares: the session and the step bar at the top."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, ClassVar
+
+from textual.screen import Screen
+
+from advisor.tui.session import Session
+from advisor.tui.widgets.review_steps import ReviewSteps
+
+if TYPE_CHECKING:
+    from advisor.tui.base import AdvisorAppBase
+
+
+class ReviewStepScreen(Screen[None]):
+    """A step of the review; ``STEP`` is its 0-based place in ``REVIEW_STEPS``."""
+
+    STEP: ClassVar[int] = 0
+    app: AdvisorAppBase
+
+    @property
+    def session(self) -> Session:
+        assert self.app.session is not None
+        return self.app.session
+
+    def show_steps(self) -> None:
+        """The step bar: where the user is, and how many answers the review rests on."""
+        session = self.session
+        self.query_one(ReviewSteps).show(self.STEP, len(session.answers), len(session.catalog.questions))

@@ -1,0 +1,125 @@
+"""Review, step 1: what the team saw (several symptoms) and who owns the engine.
+
+The findings are ranked by this evidence (``strategies/evidence.yaml``): the first finding is
+the likeliest cause of what was seen. Both answers go into the session's answers, so the
+exported answers file and ``advisor review --answers`` rank the same way.
+"""
+
+from __future__ import annotations
+
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Vertical
+from textual.widgets import Footer, Header, OptionList, SelectionList, Static
+from textual.widgets.option_list import Option
+from textual.widgets.selection_list import Selection
+
+from advisor.model.catalog import MULTIPLE_SEPARATOR, SYMPTOMS, answer_values
+from advisor.tui.screens.review_base import ReviewStepScreen
+from advisor.tui.session import UNKNOWN
+from advisor.tui.widgets.review_steps import ReviewSteps
+
+
+ENGINE_OWNER = "engine_owner"
+
+
+def short(label: str) -> str:
+    """A choice's label without its explanation ("Work lost — accepted work ..." → "Work lost")."""
+    return label.split(" — ")[0]
+
+
+class SymptomsScreen(ReviewStepScreen):
+    """space (or 1-7) toggles a symptom; tab moves to the engine's owner; → or enter goes on."""
+
+    STEP = 0
+
+    BINDINGS = [
+        Binding("escape,left", "back", "Back", key_display="←", priority=True),
+        Binding("right", "next", "Strategy", key_display="→", priority=True),
+        *(Binding(str(n), f"toggle_symptom({n})", "Toggle", show=n == 1, key_display="1-7") for n in range(1, 8)),
+    ]
+
+
+    def compose(self) -> ComposeResult:
+        yield Header()
+        with Vertical(id="review-symptoms"):
+            yield ReviewSteps(id="review-steps")
+            yield Static("What did you see, or what do you fear? (space toggles; several)", classes="review-asks")
+            yield SelectionList[str](id="symptom-list")
+            yield Static("Who owns the engine that runs the job's recovery? (tab)", classes="review-asks")
+            yield OptionList(id="engine-owner")
+            yield Static("", id="symptom-help")
+        yield Footer()
+
+    def on_mount(self) -> None:
+        session = self.session
+        self.show_steps()
+        seen = set(answer_values(session.answers, SYMPTOMS))
+        symptoms = self.query_one("#symptom-list", SelectionList)
+        for n, choice in enumerate(session.catalog.question(SYMPTOMS).choices, start=1):
+            symptoms.add_option(Selection(f"{n} {short(choice.label)}", choice.id, choice.id in seen))
+        owners = self.query_one("#engine-owner", OptionList)
+        question = session.catalog.question(ENGINE_OWNER)
+        for choice in question.choices:
+            owners.add_option(Option(choice.label, id=choice.id))
+        owners.add_option(Option("I don't know", id=UNKNOWN))
+        ids = [c.id for c in question.choices]
+        owner = session.answers.get(ENGINE_OWNER)
+        owners.highlighted = ids.index(owner) if owner in ids else len(ids)
+        symptoms.focus()
+        self.show_help()
+
+    def save(self) -> None:
+        """The session's answers follow every change (the export writes them)."""
+        chosen = self.query_one("#symptom-list", SelectionList).selected
+        order = self.session.catalog.question(SYMPTOMS).values
+        value = MULTIPLE_SEPARATOR.join(v for v in order if v in chosen)
+        self.session.answer(SYMPTOMS, value or UNKNOWN)
+
+    def on_selection_list_selected_changed(self, event: SelectionList.SelectedChanged[str]) -> None:
+        self.save()
+
+    def show_help(self) -> None:
+        """Under the lists: the help of the highlighted choice of the list that has the focus."""
+        catalog = self.session.catalog
+        owners = self.query_one("#engine-owner", OptionList)
+        if owners.has_focus and owners.highlighted is not None:
+            option_id = owners.get_option_at_index(owners.highlighted).id
+            text = next((c.help for c in catalog.question(ENGINE_OWNER).choices if c.id == option_id), "Leave it open.")
+        else:
+            symptoms = self.query_one("#symptom-list", SelectionList)
+            index = symptoms.highlighted if symptoms.highlighted is not None else 0
+            text = catalog.question(SYMPTOMS).choice(str(symptoms.get_option_at_index(index).value)).help
+        self.query_one("#symptom-help", Static).update(text)
+
+    def on_selection_list_selection_highlighted(self, event: SelectionList.SelectionHighlighted[str]) -> None:
+        self.show_help()
+
+    def on_option_list_option_highlighted(self, event: OptionList.OptionHighlighted) -> None:
+        self.show_help()
+
+    def on_descendant_focus(self) -> None:
+        self.show_help()
+
+    def on_option_list_option_selected(self, event: OptionList.OptionSelected) -> None:
+        self.session.answer(ENGINE_OWNER, event.option_id or UNKNOWN)
+        self.action_next()
+
+    def action_toggle_symptom(self, number: int) -> None:
+        symptoms = self.query_one("#symptom-list", SelectionList)
+        if 0 < number <= symptoms.option_count:
+            symptoms.toggle(symptoms.get_option_at_index(number - 1).value)  # SelectedChanged saves
+
+    def action_next(self) -> None:
+        from advisor.tui.screens.review_current import CurrentStrategyScreen
+
+        self.save()
+        owners = self.query_one("#engine-owner", OptionList)
+        if owners.has_focus and owners.highlighted is not None:  # → keeps the highlighted owner
+            option = owners.get_option_at_index(owners.highlighted)
+            self.session.answer(ENGINE_OWNER, option.id or UNKNOWN)
+        self.app.push_screen(CurrentStrategyScreen())
+
+    def action_back(self) -> None:
+        self.save()
+        self.dismiss()
