@@ -90,7 +90,7 @@ DRILLS = MACHINERY + (
     "test_a_store_saved_by_this_code_is_continued_with_nothing_lost",
     "test_the_previous_release_store_is_continued_with_nothing_lost", "test_external_outage_hands_the_task_back",
     "test_drill_with_transient_failures_keeps_the_promise", "test_sigterm_while_riding_out_a_lock_exits_0_at_once",
-    "test_power_loss")
+    "test_power_cuts_lose_nothing_the_store_committed")
 #: What a variant's answers change (the call's kind, batch sizes, a flaky service, the default
 #: store): the default fault schedule, the kill right after a call, the calls in doubt, retries.
 VARIANT_DRILLS = ("test_a_default_drill_mixes_every_fault_that_applies_and_passes",
