@@ -1,0 +1,178 @@
+"""Benchmark: the checkpoint project's throughput curve, as an outsider would measure it.
+
+    python benchmarks/bench_curve.py [--records 3000,15000,60000] [--rounds 3] [--quick] [--check]
+
+One job, three sides, in ONE run, alternating which side goes first in each round:
+
+* **raw**: a plain loop calling the same effect — the generated project's
+  ``ExternalService.apply``, one durable SQLite commit per call in external.db — and keeping
+  no progress (benchmarks/curve_sides.py raw);
+* **naive**: the same loop keeping its progress the obvious way, each record's result and the
+  offset in one durable commit per record (curve_sides.py naive): what the strategy saves;
+* **ours**: the generated checkpoint project, ``python -m bench_job run`` after an untimed
+  ``submit-demo``.
+
+Every side is a fresh ``python`` process timed from outside, from its start to its exit:
+the interpreter's start and the imports are in every side's time (printed apart once). Each
+round prints the load average (``os.getloadavg``): the machine may be shared.
+
+Then, per N, one extra run of ``run`` in-process (not in the rounds: measuring costs time)
+splits ours per record: the effect (``apply``), our COMMITs (count per batch, time) and the
+rest (our Python and our other SQL).
+
+``--check`` makes a missed target exit 1 (target, issue 25: ours >= 0.9 x raw at every N,
+median of the rounds). Without it the script only reports, so ``make bench`` does not fail on
+a noisy machine. ``--quick`` (or BENCH_QUICK=1): 1,000 / 3,000 / 6,000 records, 2 rounds.
+Results and method: docs/benchmarks.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sqlite3
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from advisor import scaffold  # noqa: E402
+
+PACKAGE = "bench_job"
+SIDES_SCRIPT = Path(__file__).with_name("curve_sides.py")
+TARGET_VS_RAW = 0.9  # issue 25: ours >= 0.9 x raw at every N of the curve
+SIDES = ("ours", "raw", "naive")
+
+
+class Project:
+    """The generated checkpoint project and the commands that run its sides."""
+
+    def __init__(self, dest: Path) -> None:
+        self.dest = dest
+        self.env = {**os.environ, "PYTHONPATH": str(dest / "src"), "PYTHONDONTWRITEBYTECODE": "0"}
+
+    def python(self, *args: str) -> subprocess.CompletedProcess[str]:
+        done = subprocess.run([sys.executable, *args], env=self.env, capture_output=True, text=True,
+                              cwd=self.dest)
+        if done.returncode != 0:
+            raise SystemExit(f"{' '.join(args[:3])} exited {done.returncode}: {done.stderr.strip()[-400:]}")
+        return done
+
+    def timed(self, *args: str) -> float:
+        began = time.perf_counter()
+        self.python(*args)
+        return time.perf_counter() - began
+
+    def submit(self, data_dir: Path, records: int) -> None:
+        self.python("-m", PACKAGE, "submit-demo", "--records", str(records), "--data-dir", str(data_dir))
+
+    def side(self, side: str, data_dir: Path, records: int) -> float:
+        """Records per second of one side, interpreter start included; its effects checked."""
+        if side == "ours":
+            self.submit(data_dir, records)
+            seconds = self.timed("-m", PACKAGE, "run", "--data-dir", str(data_dir))
+        else:
+            seconds = self.timed(str(SIDES_SCRIPT), side, PACKAGE, str(data_dir), str(records))
+        applied = effects(data_dir)
+        if applied != records:
+            raise SystemExit(f"{side}: {applied} effects applied for {records} records")
+        return records / seconds
+
+
+def effects(data_dir: Path) -> int:
+    conn = sqlite3.connect(data_dir / "external.db")
+    try:
+        return int(conn.execute("SELECT COUNT(*) FROM effects").fetchone()[0])
+    finally:
+        conn.close()
+
+
+def start_seconds(project: Project, imports: str) -> float:
+    """The median of 3 interpreter starts that import ``imports`` and exit."""
+    return statistics.median(project.timed("-c", f"import {imports}") for _ in range(3))
+
+
+def spread(values: list[float], fmt: str = ".0f") -> str:
+    return f"{statistics.median(values):{fmt}} ({min(values):{fmt}}-{max(values):{fmt}})"
+
+
+def split_ours(project: Project, data_dir: Path, records: int, batch_size: int) -> str:
+    """Per record: the effect, our commits, the rest (our Python and other SQL), in-process."""
+    project.submit(data_dir, records)
+    spent = json.loads(project.python(str(SIDES_SCRIPT), "profile", PACKAGE, str(data_dir),
+                                      str(records)).stdout.strip().splitlines()[-1])
+    per = 1e6 / records
+    effect, commit = spent["effect_s"] * per, spent["commit_s"] * per
+    rest = spent["run_s"] * per - effect - commit
+    batches = records / batch_size
+    return (f"    ours per record (in-process run, {spent['run_s']:.2f} s): effect {effect:.0f} us, our commits "
+            f"{commit:.0f} us ({spent['commits'] / batches:.2f} COMMITs per batch of {batch_size}, "
+            f"{spent['statements'] / batches:.1f} statements per batch), our Python + other SQL {rest:.0f} us")
+
+
+def parse() -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
+    parser.add_argument("--records", default="3000,15000,60000", help="comma-separated record counts")
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--quick", action="store_true", default=os.environ.get("BENCH_QUICK") == "1",
+                        help="1,000/3,000/6,000 records, 2 rounds (also BENCH_QUICK=1)")
+    parser.add_argument("--no-split", action="store_true", help="skip the per-record split of ours")
+    parser.add_argument("--check", action="store_true",
+                        help=f"exit 1 when ours < {TARGET_VS_RAW} x raw at some N (median of the rounds)")
+    args = parser.parse_args()
+    if args.quick:
+        args.records, args.rounds = "1000,3000,6000", 2
+    args.sizes = [int(n) for n in args.records.split(",")]
+    return args
+
+
+def main() -> int:
+    args = parse()
+    missed: list[str] = []
+    with tempfile.TemporaryDirectory(prefix="bench-curve-") as tmp:
+        root = Path(tmp)
+        generated = scaffold.generate("checkpoint", root / "project", {"project_name": "Bench Job"})
+        project = Project(generated.dest)
+        batch_size = int(project.python("-c", f"from {PACKAGE}.settings import Settings; "
+                                              "print(Settings().batch_size)").stdout)
+        ours_start = start_seconds(project, f"{PACKAGE}.cli")
+        raw_start = start_seconds(project, f"{PACKAGE}.job, {PACKAGE}.runtime.external")
+        print(f"checkpoint project (batch size {batch_size}) vs a raw loop and a naive loop, the same effect "
+              f"(ExternalService.apply: one durable SQLite commit per call); {args.rounds} rounds per N, the sides "
+              f"alternating; every side a fresh python process timed from outside, interpreter start INCLUDED "
+              f"on all sides (start + imports: ours {ours_start * 1000:.0f} ms, raw/naive {raw_start * 1000:.0f} ms)")
+        print(f"{'records':>8}  {'raw rec/s':>18}  {'naive rec/s':>18}  {'ours rec/s':>18}  "
+              f"{'ours/raw':>18}  {'ours/naive':>18}  load (1 min)")
+        for n in args.sizes:
+            rates: dict[str, list[float]] = {side: [] for side in SIDES}
+            loads = []
+            for r in range(args.rounds):
+                loads.append(os.getloadavg()[0])
+                order = SIDES[r % 3:] + SIDES[:r % 3]  # who goes first moves round by round
+                for side in order:
+                    rates[side].append(project.side(side, root / f"{side}-{n}-{r}", n))
+                loads.append(os.getloadavg()[0])
+            vs_raw = [o / b for o, b in zip(rates["ours"], rates["raw"])]
+            vs_naive = [o / b for o, b in zip(rates["ours"], rates["naive"])]
+            print(f"{n:>8}  {spread(rates['raw']):>18}  {spread(rates['naive']):>18}  {spread(rates['ours']):>18}  "
+                  f"{spread(vs_raw, '.2f'):>18}  {spread(vs_naive, '.2f'):>18}  "
+                  f"{min(loads):.1f}-{max(loads):.1f}", flush=True)
+            if statistics.median(vs_raw) < TARGET_VS_RAW:
+                missed.append(f"ours/raw {statistics.median(vs_raw):.2f} < {TARGET_VS_RAW} at {n} records")
+            if not args.no_split:
+                print(split_ours(project, root / f"split-{n}", n, batch_size), flush=True)
+    for line in missed:
+        print(f"MISSED: {line}")
+    if not missed:
+        print(f"target met: ours >= {TARGET_VS_RAW} x raw at every N (median of the rounds)")
+    return 1 if missed and args.check else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

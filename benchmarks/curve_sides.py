@@ -1,0 +1,116 @@
+"""The sides of bench_curve.py that are not the generated project's own ``run``: each runs in a
+fresh ``python`` process, timed from outside, exactly as ``python -m PKG run`` is.
+
+    PYTHONPATH=<project>/src python benchmarks/curve_sides.py raw     PKG DATA_DIR RECORDS
+    PYTHONPATH=<project>/src python benchmarks/curve_sides.py naive   PKG DATA_DIR RECORDS
+    PYTHONPATH=<project>/src python benchmarks/curve_sides.py profile PKG DATA_DIR RECORDS
+
+* ``raw``: the demo records, the job's ``process_record`` and the project's own external
+  service (``ExternalService.apply``: one durable SQLite commit per call in external.db), the
+  same idempotency keys the worker sends; no progress kept at all. A kill loses the whole run.
+* ``naive``: the same, plus progress kept the obvious way: each record's result and the
+  offset committed durably (WAL, synchronous=FULL) after its call — one commit per record.
+* ``profile``: the generated project's ``run`` in this process, with the effect's time, the
+  state store's COMMIT statements (count, time) and the batches counted; one JSON line out.
+  Not timed by bench_curve.py's rounds: the measuring itself costs time.
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+import sqlite3
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+
+def _keyed_effect(external: Any, record: dict[str, Any], task_size: int, seq: int) -> Any:
+    """The effect the worker gives process_record: its key is the worker's (task id / record id)."""
+    key = f"demo-{seq // task_size:05d}/{record['record_id']}"
+
+    def effect(payload: Any, step: str = "") -> dict[str, Any]:
+        return external.apply(record["record_id"], step, key + (f"/{step}" if step else ""), payload)
+
+    return effect
+
+
+def raw_or_naive(package: str, data_dir: Path, records: int, *, keep_progress: bool) -> None:
+    job = importlib.import_module(f"{package}.job")
+    external_mod = importlib.import_module(f"{package}.runtime.external")
+    task_size = importlib.import_module(f"{package}.settings").Settings().task_size
+    data_dir.mkdir(parents=True, exist_ok=True)
+    external = external_mod.ExternalService(data_dir)
+    progress = None
+    if keep_progress:
+        progress = sqlite3.connect(data_dir / "progress.db", isolation_level=None)
+        progress.execute("PRAGMA journal_mode = WAL")
+        progress.execute("PRAGMA synchronous = FULL")  # as durable as the project's state store
+        progress.execute("CREATE TABLE IF NOT EXISTS results (seq INTEGER PRIMARY KEY, record_id TEXT, output TEXT)")
+        progress.execute("CREATE TABLE IF NOT EXISTS progress (id INTEGER PRIMARY KEY, processed_offset INTEGER)")
+        progress.execute("INSERT OR IGNORE INTO progress VALUES (1, 0)")
+    process = job.process_record
+    for seq, record in enumerate(job.demo_records(records)):
+        output = process(record, _keyed_effect(external, record, task_size, seq))
+        if progress is not None:
+            progress.execute("BEGIN IMMEDIATE")
+            progress.execute("INSERT INTO results VALUES (?, ?, ?)", (seq, record["record_id"], json.dumps(output)))
+            progress.execute("UPDATE progress SET processed_offset = ? WHERE id = 1", (seq + 1,))
+            progress.execute("COMMIT")
+    external.close()
+    if progress is not None:
+        progress.close()
+
+
+def profile(package: str, data_dir: Path) -> dict[str, float]:
+    """Run ``run`` in-process with its effect and its COMMITs timed (monkeypatched wrappers)."""
+    store_mod = importlib.import_module(f"{package}.runtime.store")
+    external_mod = importlib.import_module(f"{package}.runtime.external")
+    cli = importlib.import_module(f"{package}.cli")
+    spent = {"effect_s": 0.0, "effect_calls": 0, "commit_s": 0.0, "commits": 0, "statements": 0}
+    apply, execute = external_mod.ExternalService.apply, store_mod.Store.execute
+
+    def timed_apply(self: Any, *args: Any, **kwargs: Any) -> Any:
+        began = time.perf_counter()
+        try:
+            return apply(self, *args, **kwargs)
+        finally:
+            spent["effect_s"] += time.perf_counter() - began
+            spent["effect_calls"] += 1
+
+    def timed_execute(self: Any, sql: str, params: Any = ()) -> Any:
+        spent["statements"] += 1
+        if sql != "COMMIT":
+            return execute(self, sql, params)
+        began = time.perf_counter()
+        try:
+            return execute(self, sql, params)
+        finally:
+            spent["commit_s"] += time.perf_counter() - began
+            spent["commits"] += 1
+
+    external_mod.ExternalService.apply = timed_apply  # type: ignore[method-assign]
+    store_mod.Store.execute = timed_execute  # type: ignore[method-assign]
+    began = time.perf_counter()
+    code = cli.main(["run", "--data-dir", str(data_dir)])
+    spent["run_s"] = time.perf_counter() - began
+    if code != 0:
+        raise SystemExit(f"run exited {code}")
+    return spent
+
+
+def main(argv: list[str]) -> int:
+    side, package, data_dir, records = argv[0], argv[1], Path(argv[2]), int(argv[3])
+    if side in ("raw", "naive"):
+        raw_or_naive(package, data_dir, records, keep_progress=side == "naive")
+    elif side == "profile":
+        print(json.dumps(profile(package, data_dir)))
+    else:
+        print(f"unknown side {side!r}: raw, naive or profile", file=sys.stderr)
+        return 2
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
