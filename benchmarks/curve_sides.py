@@ -4,6 +4,7 @@ fresh ``python`` process, timed from outside, exactly as ``python -m PKG run`` i
     PYTHONPATH=<project>/src python benchmarks/curve_sides.py raw     PKG DATA_DIR RECORDS
     PYTHONPATH=<project>/src python benchmarks/curve_sides.py naive   PKG DATA_DIR RECORDS
     PYTHONPATH=<project>/src python benchmarks/curve_sides.py profile PKG DATA_DIR RECORDS
+    PYTHONPATH=<project>/src python benchmarks/curve_sides.py ours    PKG DATA_DIR RECORDS
 
 * ``raw``: the demo records, the job's ``process_record`` and the project's own external
   service (``ExternalService.apply``: one durable SQLite commit per call in external.db), the
@@ -13,12 +14,20 @@ fresh ``python`` process, timed from outside, exactly as ``python -m PKG run`` i
 * ``profile``: the generated project's ``run`` in this process, with the effect's time, the
   state store's COMMIT statements (count, time) and the batches counted; one JSON line out.
   Not timed by bench_curve.py's rounds: the measuring itself costs time.
+* ``ours``: the generated project's ``run`` (``cli.main``), for BENCH_SERVICE_FSYNC=off only
+  (with the fsync on, bench_curve.py runs ``python -m PKG run`` itself).
+
+BENCH_SERVICE_FSYNC=off (every side alike): the external service without its own fsync per
+call (``ExternalService(durable=False)``, a constructor argument only benchmarks use), so what
+is left is the loops' own cost: ours against raw without the service's disk wait to hide it.
 """
 
 from __future__ import annotations
 
+import functools
 import importlib
 import json
+import os
 import sqlite3
 import sys
 import time
@@ -100,14 +109,25 @@ def profile(package: str, data_dir: Path) -> dict[str, float]:
     return spent
 
 
+def service_fsync_off(package: str) -> None:
+    """Every ExternalService of this process made with durable=False (BENCH_SERVICE_FSYNC=off)."""
+    external_mod = importlib.import_module(f"{package}.runtime.external")
+    external_mod.ExternalService.__init__ = functools.partialmethod(  # type: ignore[method-assign]
+        external_mod.ExternalService.__init__, durable=False)
+
+
 def main(argv: list[str]) -> int:
     side, package, data_dir, records = argv[0], argv[1], Path(argv[2]), int(argv[3])
+    if os.environ.get("BENCH_SERVICE_FSYNC") == "off":
+        service_fsync_off(package)
     if side in ("raw", "naive"):
         raw_or_naive(package, data_dir, records, keep_progress=side == "naive")
+    elif side == "ours":
+        return int(importlib.import_module(f"{package}.cli").main(["run", "--data-dir", str(data_dir)]))
     elif side == "profile":
         print(json.dumps(profile(package, data_dir)))
     else:
-        print(f"unknown side {side!r}: raw, naive or profile", file=sys.stderr)
+        print(f"unknown side {side!r}: raw, naive, profile or ours", file=sys.stderr)
         return 2
     return 0
 
