@@ -22,7 +22,6 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from .drill import command as drill_module
 from .runtime import outage, probe_hook
 from .ops import reset as reset_module
 from .runtime import effects, metrics
@@ -40,7 +39,13 @@ from .runtime.store import describe
 from .runtime.strategy import Context, load
 
 
-def build_parser(strategy: object) -> argparse.ArgumentParser:
+#: The commands whose command lines never reach the drill's options.
+NOT_THE_DRILL = frozenset({"submit-demo", "submit", "run", "status", "reset", "reconcile"})
+
+
+def build_parser(strategy: object, command: str | None = None) -> argparse.ArgumentParser:
+    """The parser; ``command`` (the first argument) one of NOT_THE_DRILL: the drill's options
+    are left out, so its modules are not imported (they were ~half the start of `run`)."""
     parser = argparse.ArgumentParser(
         prog=f"python -m {settings_module.PACKAGE}",
         description=f"{settings_module.PROJECT_NAME}: a {settings_module.STRATEGY} job that survives kill -9.",
@@ -111,13 +116,18 @@ def build_parser(strategy: object) -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true", help="machine-readable output")
     p.set_defaults(func=cmd_reconcile)
 
-    p = sub.add_parser("drill", help="crash drill: kill the worker at random moments, then verify",
-                       formatter_class=argparse.RawDescriptionHelpFormatter,
-                       epilog="examples: drill --records 2000 --kills 10 --seed 1 --json\n"
-                              "          drill --records 500 --kills 6 --aim all\n\n"
-                              + drill_module.windows_help(strategy))
-    drill_module.add_arguments(p, strategy)
-    p.set_defaults(func=cmd_drill)
+    drill_help = "crash drill: kill the worker at random moments, then verify"
+    if command in NOT_THE_DRILL:  # argparse picks the subparser by the first argument: this one is never used
+        sub.add_parser("drill", help=drill_help)
+    else:
+        from .drill import command as drill_module
+
+        p = sub.add_parser("drill", help=drill_help, formatter_class=argparse.RawDescriptionHelpFormatter,
+                           epilog="examples: drill --records 2000 --kills 10 --seed 1 --json\n"
+                                  "          drill --records 500 --kills 6 --aim all\n\n"
+                                  + drill_module.windows_help(strategy))
+        drill_module.add_arguments(p, strategy)
+        p.set_defaults(func=cmd_drill)
 
     add_commands = getattr(strategy, "add_commands", None)
     if add_commands is not None:
@@ -225,13 +235,16 @@ def cmd_reset(args: argparse.Namespace, ctx: Context) -> int:
 
 
 def cmd_drill(args: argparse.Namespace, ctx: Context) -> int:
+    from .drill import command as drill_module
+
     return drill_module.run_drill(args, ctx)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     try:
         strategy = load()
-        parser = build_parser(strategy)
+        argv = list(sys.argv[1:] if argv is None else argv)
+        parser = build_parser(strategy, argv[0] if argv else None)
         try:
             args = parser.parse_args(argv)
         except SystemExit as exc:  # argparse: --help (0) or bad flags (2)
