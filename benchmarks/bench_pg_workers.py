@@ -39,7 +39,7 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "tests"))
 
 from advisor import scaffold  # noqa: E402
-from pg_server import create_database, postgres_server  # noqa: E402
+from pg_server import create_database, postgres_server  # type: ignore[import-not-found]  # noqa: E402
 
 PACKAGE = "bench_job"
 CHECK_WORKERS, CHECK_EFFICIENCY = 2, 0.7
@@ -51,6 +51,7 @@ def xact_commit(url: str) -> int:
     with psycopg.connect(url, autocommit=True) as conn:
         conn.execute("SELECT pg_stat_clear_snapshot()")
         row = conn.execute("SELECT xact_commit FROM pg_stat_database WHERE datname = current_database()").fetchone()
+    assert row is not None  # the database we are connected to is in its own statistics
     return int(row[0])
 
 

@@ -40,7 +40,9 @@ def _keyed_effect(external: Any, record: dict[str, Any], task_size: int, seq: in
     key = f"demo-{seq // task_size:05d}/{record['record_id']}"
 
     def effect(payload: Any, step: str = "") -> dict[str, Any]:
-        return external.apply(record["record_id"], step, key + (f"/{step}" if step else ""), payload)
+        answer: dict[str, Any] = external.apply(record["record_id"], step, key + (f"/{step}" if step else ""),
+                                                payload)
+        return answer
 
     return effect
 
@@ -99,8 +101,8 @@ def profile(package: str, data_dir: Path) -> dict[str, float]:
             spent["commit_s"] += time.perf_counter() - began
             spent["commits"] += 1
 
-    external_mod.ExternalService.apply = timed_apply  # type: ignore[method-assign]
-    store_mod.Store.execute = timed_execute  # type: ignore[method-assign]
+    external_mod.ExternalService.apply = timed_apply
+    store_mod.Store.execute = timed_execute
     began = time.perf_counter()
     code = cli.main(["run", "--data-dir", str(data_dir)])
     spent["run_s"] = time.perf_counter() - began
@@ -112,7 +114,7 @@ def profile(package: str, data_dir: Path) -> dict[str, float]:
 def service_fsync_off(package: str) -> None:
     """Every ExternalService of this process made with durable=False (BENCH_SERVICE_FSYNC=off)."""
     external_mod = importlib.import_module(f"{package}.runtime.external")
-    external_mod.ExternalService.__init__ = functools.partialmethod(  # type: ignore[method-assign]
+    external_mod.ExternalService.__init__ = functools.partialmethod(
         external_mod.ExternalService.__init__, durable=False)
 
 
