@@ -24,6 +24,7 @@ from advisor.inspect.reading import Reading
 from advisor.redact import redact
 from advisor.inspect.sources import (FILE_CHECKPOINTS, FILE_INPUT, STATE_DB, InspectError, Location, PostgresSource,
                                      SQLiteSource, Source, locate)
+from advisor.inspect.stream import checkpoint_dir, stream_checkpoint
 from advisor.inspect.streams import event_sourcing
 from advisor.inspect.tasks import checkpoint, idempotent_retry, state_machine
 
@@ -31,6 +32,7 @@ INSPECT_VERSION = 1
 
 #: The tables that identify each strategy's state database.
 SIGNATURES: list[tuple[str, frozenset[str]]] = [
+    ("stream-checkpoint", frozenset({"stream_batches", "stream_files", "stream_results"})),
     ("event-sourcing", frozenset({"es_tasks", "es_subscribers", "stored_events"})),
     ("state-machine", frozenset({"orders", "transitions", "step_log"})),
     ("checkpoint", frozenset({"tasks", "intents", "results"})),
@@ -63,7 +65,8 @@ def _open(loc: Location, url: str) -> Source:
 def read(loc: Location, url: str, environ: Mapping[str, str] | None = None) -> tuple[Reading, dict[str, str]]:
     """The strategy's reading of the state, and where that state is."""
     answers = loc.answers
-    here = host_id(answers.get("package_name"), os.environ if environ is None else environ)
+    env = os.environ if environ is None else environ
+    here = host_id(answers.get("package_name"), env)
     lease_s = float(answers.get("lease_s", 30.0))
     batch = int(answers.get("batch_size", 100))
     is_file = answers.get("checkpoint_store") == "file" or (
@@ -87,6 +90,10 @@ def read(loc: Location, url: str, environ: Mapping[str, str] | None = None) -> t
             reading = idempotent_retry(source, lease_s, here)
         elif found == "state-machine":
             reading = state_machine(source, lease_s, here)
+        elif found == "stream-checkpoint":
+            configured = env.get(f"{answers.get('package_name')}_CHECKPOINT_LOCATION".upper(), "")
+            reading = stream_checkpoint(source, checkpoint_dir(loc.data_dir, configured),
+                                        str(answers.get("effect_kind", "")))
         else:
             reading = event_sourcing(source, lease_s, here, str(declared) if declared else None)
         return reading, {"kind": source.kind, "location": source.location}
