@@ -32,6 +32,9 @@ from .ops import status as status_module
 from .runtime import submission
 from .runtime.arguments import fraction, non_negative_float, port_number, positive_int
 from .runtime.errors import EXIT_OK, EXIT_USAGE, JobError
+
+#: The drill lines of the README and the printed next step (a strategy may name its own: DRILL_EXAMPLES).
+DRILL_EXAMPLES = ("--records 2000 --kills 10 --seed 1", "--records 1000 --kills 6 --aim all")
 from .job import demo_records
 from .runtime.safe_read import INPUT_FORMATS
 from .settings import Settings
@@ -113,9 +116,9 @@ def build_parser(strategy: object) -> argparse.ArgumentParser:
 
     p = sub.add_parser("drill", help="crash drill: kill the worker at random moments, then verify",
                        formatter_class=argparse.RawDescriptionHelpFormatter,
-                       epilog="examples: drill --records 2000 --kills 10 --seed 1 --json\n"
-                              "          drill --records 500 --kills 6 --aim all\n\n"
-                              + drill_module.windows_help(strategy))
+                       epilog="examples: " + "\n          ".join(
+                           f"drill {line}" for line in getattr(strategy, "DRILL_EXAMPLES", DRILL_EXAMPLES))
+                              + "\n\n" + drill_module.windows_help(strategy))
     drill_module.add_arguments(p, strategy)
     p.set_defaults(func=cmd_drill)
 
