@@ -30,6 +30,7 @@ from .ops import reconcile
 from . import settings as settings_module
 from .ops import status as status_module
 from .runtime import submission
+from .runtime.run_summary import RunSummary
 from .runtime.arguments import fraction, non_negative_float, port_number, positive_int
 from .runtime.errors import EXIT_OK, EXIT_USAGE, JobError
 
@@ -173,6 +174,9 @@ def cmd_run(args: argparse.Namespace, ctx: Context) -> int:
     if watched is not None:
         watched.run_started(ctx)
     start_metrics(args, ctx)
+    # One line on success (records, time, recoveries, calls in doubt); a strategy that prints its own
+    # (stream checkpoint: micro-batches) says so with PRINTS_RUN_SUMMARY.
+    summary = None if getattr(ctx.strategy, "PRINTS_RUN_SUMMARY", False) else RunSummary(ctx)
     code: int | None = None
     try:
         if settings_module.INPUT_SOURCE == "rabbitmq" and args.limit is None:  # the queue is the input
@@ -189,8 +193,12 @@ def cmd_run(args: argparse.Namespace, ctx: Context) -> int:
     finally:
         shutdown.cancel()
         metrics.run_ended(code, shutdown.requested_at)
+        if summary is not None:
+            summary.stop()
     if watched is not None:
         watched.run_ended(ctx, shutdown.signal_name, code)
+    if summary is not None and code == EXIT_OK and shutdown.signal_name is None:  # finished, not stopped
+        print(summary.line(), flush=True)
     return code
 
 

@@ -61,6 +61,8 @@ DRILL_SKIPS = {
                      "under one id is tested by test_submit.py",
 }
 
+#: run() prints its own line (records, micro-batches, replays skipped): cli.py's summary is not added.
+PRINTS_RUN_SUMMARY = True
 #: The drill lines the README, `drill --help` and the printed next step all show (one set of numbers):
 #: aimed at the window after the sink's commit, and once into each critical window (--aim all).
 DRILL_EXAMPLES = ("--records 600 --kills 3 --seed 1 --aim after_sink_commit", "--records 400 --kills 3 --aim all")
