@@ -7,7 +7,6 @@ from __future__ import annotations
 import os
 import re
 import signal
-import sqlite3
 import subprocess
 import sys
 import time
@@ -16,21 +15,9 @@ from pathlib import Path
 import pytest
 
 from advisor.cli import main
-from advisor.inspect.sources import open_sqlite_readonly
+from test_inspect import _effects  # effects the simulated service applied so far
 
 pytestmark = pytest.mark.slow
-
-
-def _effects(data_dir: Path) -> int:
-    if not (data_dir / "external.db").exists():
-        return 0
-    conn = open_sqlite_readonly(data_dir / "external.db")
-    try:
-        return int(conn.execute("SELECT COUNT(*) FROM effects").fetchone()[0])
-    except sqlite3.Error:
-        return 0
-    finally:
-        conn.close()
 
 
 def test_after_kill_9_the_owner_is_gone_and_not_started_tasks_are_counted(

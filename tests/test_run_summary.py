@@ -7,7 +7,6 @@ import importlib
 import os
 import re
 import signal
-import sqlite3
 import subprocess
 import sys
 import time
@@ -15,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from advisor.inspect.sources import open_sqlite_readonly
 from advisor.scaffold.generation import generate
+from test_inspect import _effects  # effects the simulated service applied so far
 
 SUMMARY = re.compile(r"^run done: (\d+) of (\d+) records done \((\d+) by this run\) in [\d.]+ s; (.+); (.+)$", re.M)
 
@@ -45,18 +44,6 @@ def test_run_prints_one_summary_line(tmp_path: Path, strategy: str) -> None:
     done, total, by_run, recovered, doubt = found[0]
     assert (done, total, by_run) == ("120", "120", "120"), ran.stdout
     assert recovered == "nothing to recover" and doubt == "0 calls in doubt", ran.stdout
-
-
-def _effects(data: Path) -> int:
-    if not (data / "external.db").exists():
-        return 0
-    conn = open_sqlite_readonly(data / "external.db")
-    try:
-        return int(conn.execute("SELECT COUNT(*) FROM effects").fetchone()[0])
-    except sqlite3.Error:
-        return 0
-    finally:
-        conn.close()
 
 
 @pytest.mark.slow

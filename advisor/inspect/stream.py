@@ -103,6 +103,7 @@ def stream_checkpoint(source: Source, checkpoint: Path, effect_kind: str) -> Rea
         resume = f"the next run reads the {len(files)} landing file(s) from the start, one micro-batch each"
         detail: dict[str, Any] = {}
     else:
+        last_planned = planned[-1]  # (the same value, known not None here)
         text = (f"{where}: offsets logged up to batch {last_planned}, commit log up to batch "
                 f"{'none' if last_finished is None else last_finished}")
         detail = {"checkpoint": str(checkpoint), "offsets": last_planned, "commits": last_finished}
