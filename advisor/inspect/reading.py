@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import os
-import socket
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from advisor.inspect.owners import holder
 from advisor.inspect.sources import Source
 
 #: Steps of the demo job as each strategy's generated job.py declares them ('' = one effect per record).
@@ -79,14 +79,17 @@ def ago(ts: float | None, now: float | None = None) -> str:
     return f"{seconds / 3600:.1f} h ago"
 
 
-def owner_phrase(owner: str | None, heartbeat: float | None, lease_s: float, now: float | None = None) -> str:
-    """Who holds the row and whether another worker may take it: what a restart will do."""
+def owner_phrase(owner: str | None, heartbeat: float | None, lease_s: float, now: float | None = None,
+                 *, here: str) -> str:
+    """Who holds the row and whether another worker may take it: what a restart will do.
+    ``here`` is this machine's host id as the project writes it (owners.host_id)."""
     if not owner:
         return "no owner"
     now = now or time.time()
-    host, _, pid = owner.rpartition(":")
+    held = holder(owner, here)
+    host, pid = held.host, held.pid
     beat = f"heartbeat {ago(heartbeat, now)}"
-    if host == socket.gethostname() and pid.isdigit() and not _alive(int(pid)):
+    if held.dead:
         return f"owner pid {pid} on host {host} is gone ({beat}): the next worker takes it over at once"
     if heartbeat is None or float(heartbeat) < now - lease_s:
         return f"owner pid {pid} on host {host} is silent ({beat}, lease {lease_s:g} s expired): any worker takes it over"
@@ -94,17 +97,29 @@ def owner_phrase(owner: str | None, heartbeat: float | None, lease_s: float, now
     return f"owner pid {pid} on host {host}, lease until {until} ({beat})"
 
 
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)  # signal 0 only asks whether the process exists
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
-
-
 def record_of_key(key: str) -> str:
     """The record id inside an idempotency key such as ``demo-00000/r0000300/charge``."""
     parts = [p for p in key.split("/") if p]
     return next((p for p in reversed(parts) if p.startswith("r") and p[1:].isdigit()), parts[-1] if parts else key)
+
+
+#: Ids named in a line that stands for many rows (the rest is counted).
+IDS_SHOWN = 3
+
+
+def collapse(points: list[Point], matches: Callable[[Point], bool], words: str, keep: int = 1) -> list[Point]:
+    """The points ``matches`` picks folded into one counted line when more than ``keep`` of them:
+    thousands of not-started tasks read as one line, not thousands. ``words`` follows the count and
+    the first few ids (e.g. "not started: each resumes at record 0"); the sums of done/total stay."""
+    same = [p for p in points if matches(p)]
+    if len(same) <= keep:
+        return points
+    ids = ", ".join(p.id for p in same[:IDS_SHOWN]) + (", …" if len(same) > IDS_SHOWN else "")
+    kind = same[0].kind
+    folded = Point(f"{len(same)} {kind}s", kind, same[0].status, f"{len(same)} {kind}s ({ids}) {words}",
+                   sum(p.done or 0 for p in same), sum(p.total or 0 for p in same),
+                   highlight=any(p.highlight for p in same),
+                   detail={"count": len(same), "ids": [p.id for p in same[:IDS_SHOWN]]})
+    at = points.index(same[0])
+    rest = [p for p in points if not matches(p)]
+    return rest[:at] + [folded] + rest[at:]

@@ -19,10 +19,12 @@ from typing import Any
 
 from advisor.inspect.external import verdict
 from advisor.inspect.files import checkpoint_file
+from advisor.inspect.owners import host_id
 from advisor.inspect.reading import Reading
 from advisor.redact import redact
 from advisor.inspect.sources import (FILE_CHECKPOINTS, FILE_INPUT, STATE_DB, InspectError, Location, PostgresSource,
                                      SQLiteSource, Source, locate)
+from advisor.inspect.stream import checkpoint_dir, stream_checkpoint
 from advisor.inspect.streams import event_sourcing
 from advisor.inspect.tasks import checkpoint, idempotent_retry, state_machine
 
@@ -30,6 +32,7 @@ INSPECT_VERSION = 1
 
 #: The tables that identify each strategy's state database.
 SIGNATURES: list[tuple[str, frozenset[str]]] = [
+    ("stream-checkpoint", frozenset({"stream_batches", "stream_files", "stream_results"})),
     ("event-sourcing", frozenset({"es_tasks", "es_subscribers", "stored_events"})),
     ("state-machine", frozenset({"orders", "transitions", "step_log"})),
     ("checkpoint", frozenset({"tasks", "intents", "results"})),
@@ -59,9 +62,11 @@ def _open(loc: Location, url: str) -> Source:
     return SQLiteSource(loc.data_dir / STATE_DB)
 
 
-def read(loc: Location, url: str) -> tuple[Reading, dict[str, str]]:
+def read(loc: Location, url: str, environ: Mapping[str, str] | None = None) -> tuple[Reading, dict[str, str]]:
     """The strategy's reading of the state, and where that state is."""
     answers = loc.answers
+    env = os.environ if environ is None else environ
+    here = host_id(answers.get("package_name"), env)
     lease_s = float(answers.get("lease_s", 30.0))
     batch = int(answers.get("batch_size", 100))
     is_file = answers.get("checkpoint_store") == "file" or (
@@ -80,13 +85,17 @@ def read(loc: Location, url: str) -> tuple[Reading, dict[str, str]]:
             raise InspectError(f"{source.location} holds {found} state but {loc.project_dir}/.copier-answers.yml "
                                f"says strategy {declared}")
         if found == "checkpoint":
-            reading = checkpoint(source, lease_s)
+            reading = checkpoint(source, lease_s, here)
         elif found == "idempotent-retry":
-            reading = idempotent_retry(source, lease_s)
+            reading = idempotent_retry(source, lease_s, here)
         elif found == "state-machine":
-            reading = state_machine(source, lease_s)
+            reading = state_machine(source, lease_s, here)
+        elif found == "stream-checkpoint":
+            configured = env.get(f"{answers.get('package_name')}_CHECKPOINT_LOCATION".upper(), "")
+            reading = stream_checkpoint(source, checkpoint_dir(loc.data_dir, configured),
+                                        str(answers.get("effect_kind", "")))
         else:
-            reading = event_sourcing(source, lease_s, str(declared) if declared else None)
+            reading = event_sourcing(source, lease_s, here, str(declared) if declared else None)
         return reading, {"kind": source.kind, "location": source.location}
     finally:
         source.close()
@@ -98,7 +107,7 @@ def inspect_dir(directory: Path, data_dir: Path | None = None,
     env = os.environ if environ is None else environ
     url = env.get("DATABASE_URL", "")
     loc = locate(Path(directory), Path(data_dir) if data_dir else None, postgres=_is_postgres(url))
-    reading, store = read(loc, url)
+    reading, store = read(loc, url, env)
     # The project's <PKG>_EXTERNAL_DIR, read as its own commands read it: hosts with separate
     # data directories share one external service there.
     package = loc.answers.get("package_name")

@@ -7,7 +7,8 @@ import json
 import time
 from typing import Any
 
-from advisor.inspect.reading import Point, Reading, ago, owner_phrase, schema_version, steps_of, table_counts
+from advisor.inspect.reading import (LIST_LIMIT, Point, Reading, ago, collapse, owner_phrase, schema_version,
+                                     steps_of, table_counts)
 from advisor.inspect.sources import Source
 
 STREAMS = """
@@ -24,7 +25,7 @@ def _note_id(source: Source) -> str:
     return "notification_id" if source.kind == "postgresql" else "rowid"
 
 
-def event_sourcing(source: Source, lease_s: float, strategy: str | None) -> Reading:
+def event_sourcing(source: Source, lease_s: float, here: str, strategy: str | None) -> Reading:
     now = time.time()
     streams = source.rows(STREAMS_PG if source.kind == "postgresql" else STREAMS)
     subs = {r["name"]: r for r in source.rows("SELECT * FROM es_subscribers")}
@@ -54,13 +55,15 @@ def event_sourcing(source: Source, lease_s: float, strategy: str | None) -> Read
     open_streams = [p for p in points if p.status == "open"]
     for p in open_streams or [p for p in points if p.status == "pending"][:1]:
         p.highlight = True
+    points = collapse(points, lambda p: p.status == "pending", "not started: each resumes at record 0")
+    points = collapse(points, lambda p: p.status == "done", "done: every record appended", keep=LIST_LIMIT)
     effects, results = subs.get("effects", {}), subs.get("results", {})
     pos, upto = int(effects.get("position") or 0), int(effects.get("prepared_upto") or 0)
     text = f"effects subscriber at notification {pos} of {last_note}"
     if upto > pos:
         text += (f"; {upto - pos} prepared ({pos + 1}..{upto}), not done: maybe made, recovered by the project's "
                  "effect_kind before calling")
-    text += f"; {owner_phrase(effects.get('owner'), effects.get('heartbeat'), lease_s, now)}"
+    text += f"; {owner_phrase(effects.get('owner'), effects.get('heartbeat'), lease_s, now, here=here)}"
     points.append(Point("effects", "subscriber", "behind" if pos < last_note else "caught up", text, pos, last_note,
                         highlight=upto > pos or pos < last_note,
                         detail={"position": pos, "prepared_upto": upto, "owner": effects.get("owner")}))

@@ -7,8 +7,8 @@ import json
 import time
 from typing import Any
 
-from advisor.inspect.reading import (LIST_LIMIT, Point, Reading, ago, owner_phrase, record_of_key, schema_version,
-                                   steps_of, table_counts)
+from advisor.inspect.reading import (LIST_LIMIT, Point, Reading, ago, collapse, owner_phrase, record_of_key,
+                                   schema_version, steps_of, table_counts)
 from advisor.inspect.sources import Source
 
 
@@ -27,7 +27,7 @@ def _expected(record_ids: list[str], strategy: str) -> set[tuple[str, str]]:
 
 
 # ------------------------------------------------------------------ checkpoint
-def checkpoint(source: Source, lease_s: float) -> Reading:
+def checkpoint(source: Source, lease_s: float, here: str) -> Reading:
     now = time.time()
     tasks = source.rows("SELECT task_id, status, processed_offset, total, owner, updated_at, last_checkpoint_id, "
                         "attempts, error, payload FROM tasks ORDER BY created_at, task_id")
@@ -49,7 +49,8 @@ def checkpoint(source: Source, lease_s: float) -> Reading:
         elif status == "pending" and off == 0:
             text = f"task {t['task_id']} not started: resumes at record 0 of {total}"
         else:
-            who = owner_phrase(t["owner"], t["updated_at"], lease_s, now) if status == "running" else "released"
+            who = (owner_phrase(t["owner"], t["updated_at"], lease_s, now, here=here) if status == "running"
+                   else "released")
             text = f"task {t['task_id']} resumes at record {off} of {total} ({cp}); {who}"
         seqs = doubt_by_task.get(t["task_id"])
         if seqs:
@@ -71,6 +72,9 @@ def checkpoint(source: Source, lease_s: float) -> Reading:
               "the next run starts the first pending task at record 0")
     if in_doubt:
         resume += f", first looking up {len(in_doubt)} prepared call(s) by idempotency key instead of calling again"
+    # Thousands of tasks read as a few lines: the not-started ones (and many done ones) counted.
+    points = collapse(points, lambda p: p.status == "pending" and not p.done, "not started: each resumes at record 0")
+    points = collapse(points, lambda p: p.status == "done", "done: all their records", keep=LIST_LIMIT)
     return Reading("checkpoint", "table", schema_version(source),
                    table_counts(source, ["tasks", "results", "intents", "schema_version"]),
                    points, {"tasks": by_status, "records_done": done, "records_total": total}, in_doubt,
@@ -79,7 +83,7 @@ def checkpoint(source: Source, lease_s: float) -> Reading:
 
 
 # ------------------------------------------------------------ idempotent-retry
-def idempotent_retry(source: Source, lease_s: float) -> Reading:
+def idempotent_retry(source: Source, lease_s: float, here: str) -> Reading:
     now = time.time()
     counts = {r["status"]: int(r["n"]) for r in source.rows("SELECT status, COUNT(*) AS n FROM tasks GROUP BY status")}
     active = source.rows("SELECT task_id, business_key, status, attempts, owner, updated_at, error FROM tasks "
@@ -96,7 +100,7 @@ def idempotent_retry(source: Source, lease_s: float) -> Reading:
             text = f"task {t['task_id']} failed after {t['attempts']} attempt(s): {t['error']}"
         else:
             text = (f"task {t['task_id']} (key {t['business_key']}) running, attempt {t['attempts']}; "
-                    f"{owner_phrase(t['owner'], t['updated_at'], lease_s, now)}; re-run whole, "
+                    f"{owner_phrase(t['owner'], t['updated_at'], lease_s, now, here=here)}; re-run whole, "
                     "its business key makes the rerun harmless")
         points.append(Point(t["task_id"], "task", t["status"], text, highlight=t["status"] == "running",
                             detail={"business_key": t["business_key"], "owner": t["owner"],
@@ -119,7 +123,7 @@ def idempotent_retry(source: Source, lease_s: float) -> Reading:
 
 
 # --------------------------------------------------------------- state-machine
-def state_machine(source: Source, lease_s: float) -> Reading:
+def state_machine(source: Source, lease_s: float, here: str) -> Reading:
     now = time.time()
     counts = {r["state"]: int(r["n"]) for r in source.rows("SELECT state, COUNT(*) AS n FROM orders GROUP BY state")}
     moving = source.rows("SELECT order_id, state, version, owner, updated_at, error FROM orders "
@@ -136,7 +140,8 @@ def state_machine(source: Source, lease_s: float) -> Reading:
                            "ORDER BY seq DESC LIMIT 1", (o["order_id"],))
         moved = (f"last transition {last[0]['event']} {last[0]['from_state']} → {last[0]['to_state']} "
                  f"{ago(last[0]['at'], now)}") if last else "no transition yet"
-        text = f"order {o['order_id']} is {o['state']} ({moved}); {owner_phrase(o['owner'], o['updated_at'], lease_s, now)}"
+        who = owner_phrase(o["owner"], o["updated_at"], lease_s, now, here=here)
+        text = f"order {o['order_id']} is {o['state']} ({moved}); {who}"
         if o["order_id"] in doubt:
             text += (f"; step {doubt[o['order_id']]['step']} prepared, not confirmed: maybe made, recovered by the "
                      "project's effect_kind, never called blindly")

@@ -16,7 +16,7 @@ from advisor.safe_read import parse_json
 from advisor.scaffold.project import package_of, strategy_of
 
 #: A drill's size when the caller does not say: a Spark restart is a JVM start (5-10 s),
-#: so the stream project's drill kills 3 times, the first and third aimed at the window
+#: so the stream project's drill kills 3 times, each aimed (--aim) at the window
 #: between its sink's commit and Spark's commit log.
 DRILL_DEFAULTS: dict[str, dict[str, Any]] = {
     "stream-checkpoint": {"records": 600, "kills": 3, "aim": "after_sink_commit"},

@@ -175,7 +175,8 @@ def next_commands(package: str, shown_dest: str, strategy: str | None = None, in
         ". .venv/bin/activate       # this shell's python is now the project's",
         *work,
         f"{pkg} drill --records {drill['records']} --kills {drill['kills']} --seed 1{aim}"
-        "   # kill -9 at random moments, then verify",
+        + (f"   # kill -9 aimed at the {drill['aim']} window, then verify" if drill["aim"]
+           else "   # kill -9 at random moments, then verify"),
         "make test                  # its own tests, the drills included",
         "make deploy-check          # deploy/: Kubernetes, systemd, Dockerfile, alert rules (checked) to commit",
         *(["make broker-stop           # stops the local RabbitMQ node and its epmd"] if queue else []),

@@ -25,12 +25,16 @@ from pathlib import Path
 from .runtime import outage, probe_hook
 from .ops import reset as reset_module
 from .runtime import effects, metrics
-from .ops import reconcile
+from .ops import reconcile, reconcile_bulk
 from . import settings as settings_module
 from .ops import status as status_module
 from .runtime import submission
+from .runtime.run_summary import RunSummary
 from .runtime.arguments import fraction, non_negative_float, port_number, positive_int
 from .runtime.errors import EXIT_OK, EXIT_USAGE, JobError
+
+#: The drill lines of the README and the printed next step (a strategy may name its own: DRILL_EXAMPLES).
+DRILL_EXAMPLES = ("--records 2000 --kills 10 --seed 1", "--records 1000 --kills 6 --aim all")
 from .job import demo_records
 from .runtime.safe_read import INPUT_FORMATS
 from .settings import Settings
@@ -106,13 +110,21 @@ def build_parser(strategy: object, command: str | None = None) -> argparse.Argum
     p = sub.add_parser("reconcile", parents=[common],
                        help="list the external calls in doubt after a crash (plain calls), or record a "
                             "person's answer for one",
-                       epilog="examples: reconcile\n          reconcile --not-applied demo-00000/r0000042",
+                       epilog="examples: reconcile\n          reconcile --not-applied demo-00000/r0000042\n"
+                              "          reconcile --file checked.txt --applied\n"
+                              "          reconcile --from-export applied-by-provider.txt",
                        formatter_class=argparse.RawDescriptionHelpFormatter)
     answer = p.add_mutually_exclusive_group()
-    answer.add_argument("--applied", metavar="ID", default=None,
-                        help="you checked: the call got through (it is never sent again)")
-    answer.add_argument("--not-applied", metavar="ID", default=None,
-                        help="you checked: it never arrived (the next `run` sends it)")
+    answer.add_argument("--applied", metavar="ID", nargs="?", const=True, default=None,
+                        help="you checked: the call got through (it is never sent again); without ID: every id "
+                             "of --file")
+    answer.add_argument("--not-applied", metavar="ID", nargs="?", const=True, default=None,
+                        help="you checked: it never arrived (the next `run` sends it); without ID: every id of --file")
+    answer.add_argument("--from-export", metavar="FILE", type=Path, default=None,
+                        help="settle every call in doubt against what the provider applied: FILE is one reference "
+                             "a line, JSON Lines with a 'reference', or the simulated service's external.db")
+    p.add_argument("--file", metavar="IDS", type=Path, default=None,
+                   help="with --applied or --not-applied (no ID): the same answer for every id in IDS, one a line")
     p.add_argument("--json", action="store_true", help="machine-readable output")
     p.set_defaults(func=cmd_reconcile)
 
@@ -123,9 +135,9 @@ def build_parser(strategy: object, command: str | None = None) -> argparse.Argum
         from .drill import command as drill_module
 
         p = sub.add_parser("drill", help=drill_help, formatter_class=argparse.RawDescriptionHelpFormatter,
-                           epilog="examples: drill --records 2000 --kills 10 --seed 1 --json\n"
-                                  "          drill --records 500 --kills 6 --aim all\n\n"
-                                  + drill_module.windows_help(strategy))
+                           epilog="examples: " + "\n          ".join(
+                               f"drill {line}" for line in getattr(strategy, "DRILL_EXAMPLES", DRILL_EXAMPLES))
+                                  + "\n\n" + drill_module.windows_help(strategy))
         drill_module.add_arguments(p, strategy)
         p.set_defaults(func=cmd_drill)
 
@@ -180,6 +192,9 @@ def cmd_run(args: argparse.Namespace, ctx: Context) -> int:
     if watched is not None:
         watched.run_started(ctx)
     start_metrics(args, ctx)
+    # One line on success (records, time, recoveries, calls in doubt); a strategy that prints its own
+    # (stream checkpoint: micro-batches) says so with PRINTS_RUN_SUMMARY.
+    summary = None if getattr(ctx.strategy, "PRINTS_RUN_SUMMARY", False) else RunSummary(ctx)
     code: int | None = None
     try:
         if settings_module.INPUT_SOURCE == "rabbitmq" and args.limit is None:  # the queue is the input
@@ -196,8 +211,12 @@ def cmd_run(args: argparse.Namespace, ctx: Context) -> int:
     finally:
         shutdown.cancel()
         metrics.run_ended(code, shutdown.requested_at)
+        if summary is not None:
+            summary.stop()
     if watched is not None:
         watched.run_ended(ctx, shutdown.signal_name, code)
+    if summary is not None and code == EXIT_OK and shutdown.signal_name is None:  # finished, not stopped
+        print(summary.line(), flush=True)
     return code
 
 
@@ -221,9 +240,22 @@ def cmd_status(args: argparse.Namespace, ctx: Context) -> int:
 
 
 def cmd_reconcile(args: argparse.Namespace, ctx: Context) -> int:
-    if args.applied or args.not_applied:
-        print(reconcile.resolve(ctx.data_dir, ctx.settings, args.applied or args.not_applied,
-                              applied=bool(args.applied)))
+    given = args.applied if args.applied is not None else args.not_applied  # an ID, True (no ID) or None
+    if args.from_export is not None:
+        if args.file is not None:
+            raise JobError("--from-export settles every call in doubt by itself; leave out --file")
+        print(reconcile_bulk.settle_from_export(ctx.data_dir, ctx.settings, args.from_export))
+        return EXIT_OK
+    if args.file is not None:
+        if given is not True:
+            raise JobError("--file IDS needs --applied or --not-applied without an ID: the answer for every id listed")
+        print(reconcile_bulk.answer_many(ctx.data_dir, ctx.settings, reconcile_bulk.read_ids(args.file),
+                                         applied=args.applied is not None))
+        return EXIT_OK
+    if given is True:
+        raise JobError("--applied/--not-applied needs the call's ID (as `reconcile` lists it), or --file IDS")
+    if given:
+        print(reconcile.resolve(ctx.data_dir, ctx.settings, given, applied=args.applied is not None))
         return EXIT_OK
     listing = reconcile.doubt_listing(ctx.data_dir, ctx.settings)
     print(json.dumps(listing, indent=2) if args.json else reconcile.render_listing(listing))

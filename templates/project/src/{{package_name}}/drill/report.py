@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shlex
 from typing import Any
 
 from . import verdict
@@ -27,6 +28,7 @@ def summary(report: dict[str, Any]) -> str:
         + f": {report['in_doubt']} in doubt" + (f" ({', '.join(report['in_doubt_ids'][:3])}"
                                                 + (", ..." if len(report["in_doubt_ids"]) > 3 else "") + ")"
                                                 if report["in_doubt_ids"] else ""),
+        *_settle_lines(report),
         f"durability: {_durability_line(report['durability'])}",
         *([f"queue: {report['messages']} messages, redelivered {report['redelivered']}, deduped "
            f"{report['deduped']}, rejected {report['rejected']}, left in the queue {report['queue_left']}"]
@@ -37,6 +39,22 @@ def summary(report: dict[str, Any]) -> str:
         *verdict.summary_line(report["failures"], report),
         *_shrunk_lines(report),
     ])
+
+
+def _settle_lines(report: dict[str, Any]) -> list[str]:
+    """Why calls in doubt (and the records they leave lost) pass under at most once, and how to settle them."""
+    if report.get("plain_policy") != "at-most-once" or not report["in_doubt"]:
+        return []
+    from pathlib import Path
+
+    from ..cli import fresh_shell_command  # the command line that works from a new shell
+
+    data = Path(report["data_dir"])
+    export = shlex.quote(str((data / "external.db").resolve()))
+    return [f"{report['in_doubt']} call(s) in doubt, allowed by at-most-once (never sent twice; the {report['lost']} lost"
+            " are calls that never arrived, until settled); settle them against the service's log with: "
+            + fresh_shell_command(f"reconcile --from-export {export}", data),
+            "then send the ones that never arrived: " + fresh_shell_command("run", data)]
 
 
 def _fault_lines(report: dict[str, Any]) -> list[str]:

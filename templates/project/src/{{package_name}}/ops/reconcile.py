@@ -22,24 +22,38 @@ from ..runtime.store import check_data_dir
 
 def resolve(data_dir: Path, settings: Settings, key: str, *, applied: bool) -> str:
     """A person's answer for one in-doubt call; returns what happens next, in words."""
+    ledger = open_ledger(data_dir, settings, missing=f"no call in doubt with id {key!r}: ")
+    try:
+        row = ledger.get(key)
+        if row is None or row["status"] not in OPEN:
+            raise JobError(f"no call in doubt with id {key!r}; `reconcile` lists them")
+        return answer(ledger, row, applied=applied)
+    finally:
+        ledger.close()
+
+
+#: A call still waiting for a person's answer.
+OPEN = ("in_doubt", "resent")
+
+
+def answer(ledger: Ledger, row: dict[str, Any], *, applied: bool) -> str:
+    """Record one answer for an open row; what happens next, in words."""
+    if applied or row["status"] == "resent":
+        # resent + not applied: the first send never arrived, so the re-send was the only one.
+        ledger.set(row, "applied" if applied else row["status"], resolved=True)
+        return "marked applied: it is never sent again" if applied else "marked: the re-send was the only one"
+    ledger.set(row, "not_applied", resolved=True)
+    return "marked not applied: the next `run` sends it"
+
+
+def open_ledger(data_dir: Path, settings: Settings, *, missing: str = "") -> Ledger:
+    """The ledger to answer from; a project whose calls are never in doubt, or no ledger yet, is exit 2."""
     if KIND != "plain":
         raise JobError(f"this project's external calls are {KIND}: no call is ever in doubt, nothing to reconcile")
     check_data_dir(data_dir, create=False)
     if not has_ledger(data_dir, settings):  # never create a store to answer a question about one
-        raise JobError(f"no call in doubt with id {key!r}: {data_dir} holds no call ledger")
-    ledger = Ledger.open(data_dir, settings)
-    try:
-        row = ledger.get(key)
-        if row is None or row["status"] not in ("in_doubt", "resent"):
-            raise JobError(f"no call in doubt with id {key!r}; `reconcile` lists them")
-        if applied or row["status"] == "resent":
-            # resent + not applied: the first send never arrived, so the re-send was the only one.
-            ledger.set(row, "applied" if applied else row["status"], resolved=True)
-            return "marked applied: it is never sent again" if applied else "marked: the re-send was the only one"
-        ledger.set(row, "not_applied", resolved=True)
-        return "marked not applied: the next `run` sends it"
-    finally:
-        ledger.close()
+        raise JobError(f"{missing}{data_dir} holds no call ledger" + ("" if missing else ": no call was ever in doubt there"))
+    return Ledger.open(data_dir, settings)
 
 
 def doubt_listing(data_dir: Path, settings: Settings) -> dict[str, Any]:
@@ -75,7 +89,8 @@ def render_listing(listing: dict[str, Any]) -> str:
                      f"{call['sends']:>5}  {stamp}")
     if listing["plain_policy"] == "at-most-once":
         lines.append("check each with the receiver, then: reconcile --applied ID  or  reconcile --not-applied ID "
-                     "(the next run sends it)")
+                     "(the next run sends it); many at once: reconcile --file IDS --applied (or --not-applied), "
+                     "or reconcile --from-export FILE (what the receiver applied)")
     else:
         lines.append("each re-sent call may have arrived twice; check with the receiver, then: "
                      "reconcile --applied ID (a duplicate) or --not-applied ID (the re-send was the only one)")

@@ -61,6 +61,11 @@ DRILL_SKIPS = {
                      "under one id is tested by test_submit.py",
 }
 
+#: run() prints its own line (records, micro-batches, replays skipped): cli.py's summary is not added.
+PRINTS_RUN_SUMMARY = True
+#: The drill lines the README, `drill --help` and the printed next step all show (one set of numbers):
+#: aimed at the window after the sink's commit, and once into each critical window (--aim all).
+DRILL_EXAMPLES = ("--records 600 --kills 3 --seed 1 --aim after_sink_commit", "--records 400 --kills 3 --aim all")
 #: What `reset` drops in the state store (strategy.py): every table schema.sql creates.
 STORE_TABLES = ("stream_files", "stream_batches", "stream_skipped", "stream_results", "schema_version")
 #: What `reset` removes from the data directory: the landing files and Spark's own state there
@@ -158,7 +163,17 @@ def _submit_correlated(ctx: Context, records: list[dict[str, Any]], work_ms: flo
     return Submitted([final.name])
 
 
+def require_spark() -> None:
+    """pyspark is an optional dependency (the ``spark`` extra): without it, one clear line, exit 2."""
+    try:
+        import pyspark  # noqa: F401
+    except ImportError:
+        raise JobError("pyspark is not installed in this Python: run `make setup` in the project (a .venv with "
+                       "it), or `pip install -e '.[spark]'`, then try again") from None
+
+
 def run(ctx: Context, shutdown: Shutdown, *, limit: int | None = None, follow: bool = False) -> int:
+    require_spark()
     from .spark import run_stream
     from .sink import IdempotentSink
 
@@ -225,6 +240,16 @@ def add_commands(sub: Any, common: argparse.ArgumentParser) -> None:
     run_parser.add_argument("--follow", action="store_true",
                             help="keep running: a micro-batch every trigger_interval_s for new landing files")
     run_parser.set_defaults(func=_cmd_run)
+    drill_parser = sub.choices["drill"]
+    drill_parser.set_defaults(func=_needs_spark(drill_parser.get_default("func")))
+
+
+def _needs_spark(command: Any) -> Any:
+    """The drill runs Spark drivers: say what is missing before it starts one."""
+    def checked(args: argparse.Namespace, ctx: Context) -> int:
+        require_spark()
+        return int(command(args, ctx))
+    return checked
 
 
 def _cmd_run(args: argparse.Namespace, ctx: Context) -> int:
