@@ -17,7 +17,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import shlex
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -38,6 +37,7 @@ DRILL_EXAMPLES = ("--records 2000 --kills 10 --seed 1", "--records 1000 --kills 
 from .job import demo_records
 from .runtime.safe_read import INPUT_FORMATS
 from .settings import Settings
+from .runtime.shell import fresh_shell_command
 from .runtime.shutdown import Shutdown
 from .runtime.store import describe
 from .runtime.strategy import Context, load
@@ -174,16 +174,6 @@ def cmd_submit(args: argparse.Namespace, ctx: Context) -> int:
               "already; nothing added")
     print(f"next: {fresh_shell_command('run', ctx.data_dir)}")
     return EXIT_OK
-
-
-def fresh_shell_command(command: str, data_dir: Path) -> str:
-    """The command line for ``command`` that works from any directory of a new shell:
-    this interpreter (the project's venv) and the data directory, by absolute path."""
-    line = (f"{shlex.quote(sys.executable)} -m {settings_module.PACKAGE} {command} "
-            f"--data-dir {shlex.quote(str(data_dir.resolve()))}")
-    if os.environ.get("DATABASE_URL"):
-        line += "   (with the same DATABASE_URL)"
-    return line
 
 
 def cmd_run(args: argparse.Namespace, ctx: Context) -> int:

@@ -47,7 +47,7 @@ def _settle_lines(report: dict[str, Any]) -> list[str]:
         return []
     from pathlib import Path
 
-    from ..cli import fresh_shell_command  # the command line that works from a new shell
+    from ..runtime.shell import fresh_shell_command  # the command line that works from a new shell
 
     data = Path(report["data_dir"])
     export = shlex.quote(str((data / "external.db").resolve()))
