@@ -3,8 +3,9 @@ included) must pass, and advisor.scaffold must stream their drill.
 
 What each project's suite runs here (a user runs all of it): every generated suite
 holds the same drill machinery, so its whole-drill tests would be paid fourteen times.
-The reference project runs everything; each other strategy everything but the tests of
-the drill's own machinery (MACHINERY: the same code in every project); a variant of a
+The reference project runs everything; each other strategy its quick tests and one
+drill per mode that its own code decides (STRATEGY_DRILLS: the default fault schedule,
+the aimed kills in its windows, the crash-point sweep, the power cuts); a variant of a
 strategy (other answers) its quick tests and the drills whose outcome its answers
 change (VARIANT_DRILLS). Which is which is data below; `make soak` runs every suite whole.
 
@@ -70,7 +71,7 @@ OPTION_SETS = {
 
 #: The project whose suite runs whole: the drill's machinery is tested there.
 REFERENCE = "checkpoint-table"
-#: One per strategy (and per store kind): everything but MACHINERY.
+#: One per strategy (and per store kind): the quick tests and STRATEGY_DRILLS.
 STRATEGIES = {"checkpoint-file", "idempotent-retry", "state-machine", "event-sourcing", "event-sourcing-idempotent"}
 #: Whole-drill tests of code every project shares (the drill itself, the oracle, the schedule,
 #: the crash-point counter, the upgrade fixture's writer): the reference project runs them.
@@ -91,18 +92,24 @@ DRILLS = MACHINERY + (
     "test_the_previous_release_store_is_continued_with_nothing_lost", "test_external_outage_hands_the_task_back",
     "test_drill_with_transient_failures_keeps_the_promise", "test_sigterm_while_riding_out_a_lock_exits_0_at_once",
     "test_power_cuts_lose_nothing_the_store_committed")
+#: One drill per mode, run on every strategy's own code (its windows, its persistence points,
+#: its store under power cuts, the default schedule's faults against its recovery).
+STRATEGY_DRILLS = ("test_a_default_drill_mixes_every_fault_that_applies_and_passes",
+                   "test_aim_all_kills_in_every_window_and_loses_nothing",
+                   "test_the_sweep_crashes_at_every_kind_of_point_and_loses_nothing",
+                   "test_power_cuts_lose_nothing_the_store_committed")
 #: What a variant's answers change (the call's kind, batch sizes, a flaky service, the default
-#: store): the default fault schedule, the kill right after a call, the calls in doubt, retries.
-VARIANT_DRILLS = ("test_a_default_drill_mixes_every_fault_that_applies_and_passes",
-                  "test_a_kill_right_after_a_call_keeps_the_promise_of_the_kind",
-                  "test_status_and_reconcile_say_what_is_in_doubt", "test_drill_with_transient_failures_keeps_the_promise")
+#: store): the kill right after a call and the calls it leaves in doubt.
+VARIANT_DRILLS = ("test_a_kill_right_after_a_call_keeps_the_promise_of_the_kind",
+                  "test_status_and_reconcile_say_what_is_in_doubt")
 
 
 def selection(option_set: str) -> list[str]:
     """The pytest arguments that choose this option set's share of its suite (see the docstring)."""
     if option_set == REFERENCE:
         return []
-    left_out = MACHINERY if option_set in STRATEGIES else tuple(t for t in DRILLS if t not in VARIANT_DRILLS)
+    kept = STRATEGY_DRILLS if option_set in STRATEGIES else VARIANT_DRILLS
+    left_out = tuple(t for t in DRILLS if t not in kept)
     return ["-k", " and ".join(f"not {name}" for name in left_out)]
 
 
@@ -200,7 +207,8 @@ def test_every_named_test_exists_in_the_template() -> None:
     """A renamed generated test must not silently fall out of the selection (or into it)."""
     tests = Path(__file__).resolve().parents[1] / "templates" / "project" / "tests"
     defined = {m.group(1) for f in tests.glob("*.jinja") for m in re.finditer(r"^def (test_\w+)", f.read_text(), re.M)}
-    named = set(DRILLS) | set(VARIANT_DRILLS)
+    named = set(DRILLS) | set(STRATEGY_DRILLS) | set(VARIANT_DRILLS)
+    assert set(STRATEGY_DRILLS) | set(VARIANT_DRILLS) <= set(DRILLS)
     assert {n for n in named if not any(d.startswith(n) for d in defined)} == set()
     assert set(OPTION_SETS) >= STRATEGIES | {REFERENCE}
 
