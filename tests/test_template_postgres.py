@@ -53,7 +53,10 @@ def test_drill_on_postgresql_with_two_workers(tmp_path: Path, fresh_database: st
     assert not (tmp_path / "data" / "state.db").exists()
     status = subprocess.run([sys.executable, "-m", generated.package, "status", "--json", "--data-dir",
                              str(tmp_path / "data")], cwd=generated.dest, env=env, capture_output=True, text=True)
-    assert json.loads(status.stdout)["done"] == records
+    counts = json.loads(status.stdout)
+    # Every unit is done; a resubmission under a new correlation id may be new work (idempotent
+    # retry queues it again, its keys keep the effects single), so there may be more than the input.
+    assert counts["done"] == counts["total"] >= records, counts
 
 
 def test_unreachable_postgresql_is_a_clear_error(tmp_path: Path) -> None:

@@ -45,6 +45,7 @@ from .. import settings as settings_module
 from ..runtime import faults
 from ..runtime.arguments import fraction, non_negative_float, non_negative_int, positive_int
 from ..runtime.errors import JobError
+from ..runtime.store import is_postgresql
 from ..runtime.strategy import Context
 from . import power_loss, shrink
 from . import schedule as schedule_module
@@ -216,7 +217,13 @@ def run_drill(args: argparse.Namespace, ctx: Context) -> int:
         _stop_on_sigterm()
         emit = _printer() if args.events else (lambda event: None)
         report = Drill(ctx, plan, data_dir=args.data_dir, emit=emit).run()
-        if not report["ok"] and not args.no_shrink and args.replay is None:
+        if report["ok"] or args.no_shrink or args.replay is not None:
+            pass
+        elif is_postgresql(ctx.settings.database_url):
+            # Every smaller try submits its input again, into the same database: it would collide.
+            print("not shrunk: each smaller try needs an empty database of its own; rerun the schedule below "
+                  "on one", file=sys.stderr, flush=True)
+        else:
             if not args.events:
                 print(f"the drill failed ({', '.join(sorted({f['check'] for f in report['failures']}))}); looking "
                       f"for a smaller failing schedule (at most {shrink.MAX_TRIES} drills, {shrink.BUDGET_S:g} s; "

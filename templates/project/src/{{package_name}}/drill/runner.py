@@ -26,7 +26,7 @@ from ..job import demo_records
 from ..runtime import effects, submission
 from ..runtime.errors import JobError
 from ..runtime.external import ExternalService, verify
-from ..runtime.store import STATE_DB, is_postgresql
+from ..runtime.store import STATE_DB, connect, is_postgresql, workload_held
 from ..runtime.strategy import Context
 from . import schedule as schedule_module
 from .durability import Probe
@@ -106,6 +106,7 @@ class Drill:
         queue = getattr(strategy, "drill_submit", None)
         self.input_id = INPUT_ID if "resubmit-same" in plan.kinds and queue is None else None
         records = self.records = demo_records(plan.records)
+        _refuse_a_held_workload(ctx)
         # submit writes the input the whole run depends on: its durability is watched too.
         with Probe(_probe_dir(data_dir), STATE_DB).watch():
             if queue is not None:  # a queue input publishes the records for the workers instead
@@ -305,6 +306,18 @@ class Tally:
                 self.recovery_ms.append(ms)
                 emit({"event": "recovered", "n": n, "ms": ms, "t": t()})
                 self.pending.remove(item)
+
+
+def _refuse_a_held_workload(ctx: Context) -> None:
+    """The drill's checks count everything in the store as its own input: a database that
+    already holds work (PostgreSQL; a fresh --data-dir is always empty) is refused up front."""
+    if not is_postgresql(ctx.settings.database_url) or not int(ctx.strategy.status(ctx).get("total", 0)):
+        return
+    store = connect(ctx.data_dir, ctx.settings)
+    try:
+        raise JobError(workload_held(store, ctx.data_dir))
+    finally:
+        store.close()
 
 
 def _stop(procs: list[subprocess.Popen[bytes]]) -> None:

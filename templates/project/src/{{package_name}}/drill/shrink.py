@@ -59,7 +59,8 @@ def replay_command(path: Path) -> str:
     """The one line that reruns a schedule, from any directory of a fresh shell."""
     line = f"{shlex.quote(sys.executable)} -m {settings_module.PACKAGE} drill --replay {shlex.quote(str(path))}"
     if os.environ.get("DATABASE_URL"):
-        line += "   (with the same DATABASE_URL)"
+        # A drill submits its input into the database: a rerun needs one that is still empty.
+        line += "   (with DATABASE_URL naming an empty database)"
     return line
 
 
