@@ -25,6 +25,8 @@ from pathlib import Path
 
 import pytest
 
+from suite_share import leaving_out_drills_but
+
 pytestmark = pytest.mark.slow
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -43,9 +45,10 @@ def fresh_env() -> dict[str, str]:
     return env
 
 
-def shell(script: str, cwd: Path, timeout: float = 1200) -> subprocess.CompletedProcess[str]:
+def shell(script: str, cwd: Path, timeout: float = 1200,
+          extra_env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
     """Run lines as one bash session (`cd` and `. activate` carry over), stopping at the first failure."""
-    result = subprocess.run(["bash", "-e", "-o", "pipefail", "-c", script], cwd=cwd, env=fresh_env(),
+    result = subprocess.run(["bash", "-e", "-o", "pipefail", "-c", script], cwd=cwd, env={**fresh_env(), **(extra_env or {})},
                             capture_output=True, text=True, timeout=timeout)
     assert result.returncode == 0, f"{script}\n--- stdout\n{result.stdout[-6000:]}\n--- stderr\n{result.stderr[-4000:]}"
     return result
@@ -114,7 +117,11 @@ def test_generate_next_commands_work_in_a_fresh_shell(tmp_path: Path) -> None:
     tui = next_steps(Generated(), "./nightly-sync").plain
     assert printed_commands(tui, "Next, in a shell:") == commands
 
-    result = shell("\n".join(commands), tmp_path)  # a fresh shell, only the printed lines
+    # A fresh shell, only the printed lines. The project's `make test` runs its quick tests here
+    # (PYTEST_ADDOPTS, which pytest reads itself): the same suite runs whole in
+    # tests/test_template_generated.py (the reference project) and in `make soak`.
+    quick = " ".join(shlex.quote(a) for a in leaving_out_drills_but(()))
+    result = shell("\n".join(commands), tmp_path, extra_env={"PYTEST_ADDOPTS": quick})
     assert "lost 0" in result.stdout or '"lost": 0' in result.stdout
     assert re.search(r"\d+ passed", result.stdout) and "failed" not in result.stdout.splitlines()[-1]
     venv_python = tmp_path / "nightly-sync" / ".venv" / "bin" / "python"

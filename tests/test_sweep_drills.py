@@ -25,6 +25,8 @@ from pathlib import Path
 
 import pytest
 
+from suite_share import one_here_rest_in_soak
+
 from advisor import scaffold
 
 pytestmark = pytest.mark.slow
@@ -72,7 +74,7 @@ def _checks(report: dict) -> list[str]:
     return [f["check"] for f in report["failures"]]
 
 
-@pytest.mark.parametrize("option_set", ["checkpoint", "event-sourcing"])
+@pytest.mark.parametrize("option_set", one_here_rest_in_soak(["checkpoint", "event-sourcing"], keep="event-sourcing"))
 def test_sweep_and_upgrade_on_postgresql(option_set: str, tmp_path: Path, postgres_url: str) -> None:
     from pg_server import create_database
 

@@ -34,6 +34,7 @@ import pytest
 
 from advisor import scaffold
 from advisor.errors import DrillError
+from suite_share import DRILLS, STRATEGY_DRILLS, STREAM_DRILLS, STREAM_KEPT, VARIANT_DRILLS, leaving_out_drills_but
 
 pytestmark = pytest.mark.slow
 
@@ -73,44 +74,11 @@ OPTION_SETS = {
 REFERENCE = "checkpoint-table"
 #: One per strategy (and per store kind): the quick tests and STRATEGY_DRILLS.
 STRATEGIES = {"checkpoint-file", "idempotent-retry", "state-machine", "event-sourcing", "event-sourcing-idempotent"}
-#: Whole-drill tests of code every project shares (the drill itself, the oracle, the schedule,
-#: the crash-point counter, the upgrade fixture's writer): the reference project runs them.
-MACHINERY = ("test_drill_events_stream", "test_replay_runs_exactly_the_same_faults",
-             "test_the_drill_fails_a_job_that_is_not_a_pure_function", "test_a_job_asking_for_two_calls_in_one_step_fails",
-             "test_a_job_that_keeps_the_services_reference_passes",
-             "test_a_worker_numbers_its_points_the_same_in_every_run_and_dies_exactly_at_one",
-             "test_saving_this_code_store_as_the_next_release_fixture", "test_grace_period_expiry_exits_at_once",
-             "test_a_worker_rides_out_a_lock_held_beyond_busy_timeout")
-#: Every whole-drill test (a variant skips them but VARIANT_DRILLS).
-DRILLS = MACHINERY + (
-    "test_sigkill_drill_loses_nothing_and_duplicates_nothing", "test_sigterm_exits_0_within_grace_and_restart_redoes_no_call",
-    "test_three_workers_keep_the_promise_of_the_call_kind", "test_aim_all_kills_in_every_window_and_loses_nothing",
-    "test_aim_one_window_aims_every_kill_there", "test_a_kill_right_after_a_call_keeps_the_promise_of_the_kind",
-    "test_status_and_reconcile_say_what_is_in_doubt", "test_a_default_drill_mixes_every_fault_that_applies_and_passes",
-    "test_the_sweep_crashes_at_every_kind_of_point_and_loses_nothing",
-    "test_a_store_saved_by_this_code_is_continued_with_nothing_lost",
-    "test_the_previous_release_store_is_continued_with_nothing_lost", "test_external_outage_hands_the_task_back",
-    "test_drill_with_transient_failures_keeps_the_promise", "test_sigterm_while_riding_out_a_lock_exits_0_at_once",
-    "test_power_cuts_lose_nothing_the_store_committed")
-#: One drill per mode, run on every strategy's own code (its windows, its persistence points,
-#: its store under power cuts, the default schedule's faults against its recovery).
-STRATEGY_DRILLS = ("test_a_default_drill_mixes_every_fault_that_applies_and_passes",
-                   "test_aim_all_kills_in_every_window_and_loses_nothing",
-                   "test_the_sweep_crashes_at_every_kind_of_point_and_loses_nothing",
-                   "test_power_cuts_lose_nothing_the_store_committed")
-#: What a variant's answers change (the call's kind, batch sizes, a flaky service, the default
-#: store): the kill right after a call and the calls it leaves in doubt.
-VARIANT_DRILLS = ("test_a_kill_right_after_a_call_keeps_the_promise_of_the_kind",
-                  "test_status_and_reconcile_say_what_is_in_doubt")
-
-
 def selection(option_set: str) -> list[str]:
     """The pytest arguments that choose this option set's share of its suite (see the docstring)."""
     if option_set == REFERENCE:
         return []
-    kept = STRATEGY_DRILLS if option_set in STRATEGIES else VARIANT_DRILLS
-    left_out = tuple(t for t in DRILLS if t not in kept)
-    return ["-k", " and ".join(f"not {name}" for name in left_out)]
+    return leaving_out_drills_but(STRATEGY_DRILLS if option_set in STRATEGIES else VARIANT_DRILLS)
 
 
 @contextmanager
@@ -207,8 +175,9 @@ def test_every_named_test_exists_in_the_template() -> None:
     """A renamed generated test must not silently fall out of the selection (or into it)."""
     tests = Path(__file__).resolve().parents[1] / "templates" / "project" / "tests"
     defined = {m.group(1) for f in tests.glob("*.jinja") for m in re.finditer(r"^def (test_\w+)", f.read_text(), re.M)}
-    named = set(DRILLS) | set(STRATEGY_DRILLS) | set(VARIANT_DRILLS)
+    named = set(DRILLS) | set(STRATEGY_DRILLS) | set(VARIANT_DRILLS) | set(STREAM_DRILLS) | set(STREAM_KEPT)
     assert set(STRATEGY_DRILLS) | set(VARIANT_DRILLS) <= set(DRILLS)
+    assert set(STREAM_KEPT) <= set(DRILLS) | set(STREAM_DRILLS)
     assert {n for n in named if not any(d.startswith(n) for d in defined)} == set()
     assert set(OPTION_SETS) >= STRATEGIES | {REFERENCE}
 

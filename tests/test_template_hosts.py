@@ -19,6 +19,8 @@ from pathlib import Path
 
 import pytest
 
+from suite_share import one_here_rest_in_soak
+
 from advisor import scaffold
 from pg_server import create_database
 
@@ -70,7 +72,7 @@ def tables(url: str) -> set[str]:
         return {r[0] for r in rows}
 
 
-@pytest.mark.parametrize("strategy,records", DRILL_STRATEGIES)
+@pytest.mark.parametrize("strategy,records", one_here_rest_in_soak(DRILL_STRATEGIES, keep=("state-machine", 200)))
 def test_two_hosts_share_one_workload_with_kills(tmp_path: Path, database: str, strategy: str,
                                                  records: int) -> None:
     generated = generate(tmp_path, strategy)
@@ -90,7 +92,7 @@ def test_two_hosts_share_one_workload_with_kills(tmp_path: Path, database: str, 
     assert PASSWORD not in result.stdout + result.stderr
 
 
-@pytest.mark.parametrize("strategy,records", HOST_STRATEGIES)
+@pytest.mark.parametrize("strategy,records", one_here_rest_in_soak(HOST_STRATEGIES, keep=("checkpoint", 600)))
 def test_both_hosts_do_part_of_the_work_nothing_lost_or_doubled(tmp_path: Path, database: str, strategy: str,
                                                                 records: int) -> None:
     generated = generate(tmp_path, strategy)
@@ -128,7 +130,7 @@ RESET_TABLES = {"checkpoint": {"tasks", "results", "intents", "schema_version"},
                                    "stored_snapshots"}}
 
 
-@pytest.mark.parametrize("strategy", sorted(RESET_TABLES))
+@pytest.mark.parametrize("strategy", one_here_rest_in_soak(sorted(RESET_TABLES), keep="event-sourcing"))
 def test_reset_status_and_errors_name_the_database(tmp_path: Path, database: str, strategy: str) -> None:
     generated = generate(tmp_path, strategy)
     env, data = {"DATABASE_URL": database}, tmp_path / "data"

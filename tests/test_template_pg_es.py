@@ -24,6 +24,8 @@ from pathlib import Path
 
 import pytest
 
+from suite_share import one_here_rest_in_soak
+
 from advisor import scaffold
 from pg_crash import crashable_postgres
 from pg_server import create_database
@@ -48,7 +50,7 @@ def cli(generated: scaffold.Generated, url: str, *argv: str, timeout: float = 30
                           capture_output=True, text=True, timeout=timeout)
 
 
-@pytest.mark.parametrize("strategy", VARIANTS)
+@pytest.mark.parametrize("strategy", one_here_rest_in_soak(VARIANTS, keep="event-sourcing"))
 def test_three_worker_sigkill_drill_on_postgresql(tmp_path: Path, fresh_database: str, strategy: str) -> None:
     generated = generate(strategy, tmp_path / "job")
     assert "eventsourcing[postgres]==" in (generated.dest / "pyproject.toml").read_text()
@@ -125,7 +127,7 @@ sys.exit(code)
 """
 
 
-@pytest.mark.parametrize("strategy", VARIANTS)
+@pytest.mark.parametrize("strategy", one_here_rest_in_soak(VARIANTS, keep="event-sourcing-idempotent"))
 def test_workers_finish_through_a_postgresql_crash(tmp_path: Path, strategy: str) -> None:
     records = 400
     generated = generate(strategy, tmp_path / "job")

@@ -23,6 +23,8 @@ from pathlib import Path
 
 import pytest
 
+from suite_share import one_here_rest_in_soak
+
 from advisor import scaffold
 from pg_crash import CrashablePostgres, crashable_postgres
 
@@ -116,10 +118,10 @@ def expected_effects(strategy: str, records: int) -> int:
     return records * (3 if strategy == "state-machine" else 1)
 
 
-@pytest.mark.parametrize("strategy,records,work_ms,mode", [
+@pytest.mark.parametrize("strategy,records,work_ms,mode", one_here_rest_in_soak([
     *((*case, "immediate") for case in OUTAGE_STRATEGIES),
     ("checkpoint", 1500, 6.0, "fast"),  # an orderly shutdown: sessions get AdminShutdown (57P01)
-])
+], keep=("event-sourcing-idempotent", 400, 15.0, "immediate")))
 def test_three_workers_ride_out_a_postgresql_crash(tmp_path: Path, server: CrashablePostgres, database: str,
                                                    strategy: str, records: int, work_ms: float, mode: str) -> None:
     generated = generate(tmp_path, strategy)
@@ -159,7 +161,8 @@ def test_three_workers_ride_out_a_postgresql_crash(tmp_path: Path, server: Crash
     assert json.loads(status.stdout)["done"] == records, status.stdout
 
 
-@pytest.mark.parametrize("strategy,records,work_ms", OUTAGE_STRATEGIES)
+@pytest.mark.parametrize("strategy,records,work_ms", one_here_rest_in_soak(OUTAGE_STRATEGIES,
+                                                                         keep=("idempotent-retry", 600, 15.0)))
 def test_sigkill_drill_with_postgresql_crashed_mid_run(tmp_path: Path, server: CrashablePostgres, database: str,
                                                        strategy: str, records: int, work_ms: float) -> None:
     generated = generate(tmp_path, strategy)
@@ -187,7 +190,7 @@ def test_sigkill_drill_with_postgresql_crashed_mid_run(tmp_path: Path, server: C
     assert report["store_outages_ridden"] >= 1, report
 
 
-@pytest.mark.parametrize("strategy", ["checkpoint", "event-sourcing"])
+@pytest.mark.parametrize("strategy", one_here_rest_in_soak(["checkpoint", "event-sourcing"], keep="checkpoint"))
 def test_an_outage_longer_than_the_limit_exits_4_naming_the_database(tmp_path: Path, server: CrashablePostgres,
                                                                      database: str, strategy: str) -> None:
     generated = generate(tmp_path, strategy)

@@ -14,6 +14,8 @@ from pathlib import Path
 
 import pytest
 
+from suite_share import one_here_rest_in_soak
+
 from advisor import scaffold
 from pg_server import create_database
 
@@ -30,7 +32,7 @@ def fresh_database(postgres_url: str) -> str:
 PG_STRATEGIES = [("checkpoint", 1000), ("idempotent-retry", 600), ("state-machine", 300)]
 
 
-@pytest.mark.parametrize("strategy,records", PG_STRATEGIES)
+@pytest.mark.parametrize("strategy,records", one_here_rest_in_soak(PG_STRATEGIES, keep=("checkpoint", 1000)))
 def test_drill_on_postgresql_with_two_workers(tmp_path: Path, fresh_database: str, strategy: str,
                                               records: int) -> None:
     generated = scaffold.generate(strategy, tmp_path / "job",

@@ -20,6 +20,8 @@ from pathlib import Path
 
 import pytest
 
+from suite_share import one_here_rest_in_soak
+
 from advisor import scaffold
 from rabbitmq_server import RabbitMQ, find_server, listening_ports, rabbitmq_server
 
@@ -101,7 +103,7 @@ def _alive(pid: int) -> bool:
     return state != "Z"
 
 
-@pytest.mark.parametrize("strategy", sorted(QUEUE_PROJECTS))
+@pytest.mark.parametrize("strategy", one_here_rest_in_soak(sorted(QUEUE_PROJECTS), keep="checkpoint"))
 def test_kills_through_the_queue_lose_nothing_and_double_nothing(strategy: str, tmp_path: Path,
                                                                   broker: RabbitMQ) -> None:
     generated = _generate(tmp_path, strategy)
@@ -160,7 +162,7 @@ def _effects(data: Path) -> int:
         return 0
 
 
-@pytest.mark.parametrize("strategy", sorted(QUEUE_PROJECTS))
+@pytest.mark.parametrize("strategy", one_here_rest_in_soak(sorted(QUEUE_PROJECTS), keep="state-machine"))
 def test_the_generated_queue_tests_pass_against_the_broker_and_skip_without_it(strategy: str, tmp_path: Path,
                                                                                 broker: RabbitMQ) -> None:
     generated = _generate(tmp_path, strategy)

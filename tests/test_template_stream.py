@@ -8,6 +8,7 @@ Restarts are JVM starts (5-10 s each on two cores), so the drills are short.
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -16,6 +17,7 @@ from pathlib import Path
 import pytest
 
 from advisor import scaffold
+from suite_share import DRILLS, STREAM_DRILLS, STREAM_KEPT, leaving_out_drills_but
 
 pytestmark = pytest.mark.slow
 
@@ -47,12 +49,18 @@ def test_plain_copier_renders_stream_checkpoint(tmp_path: Path) -> None:
     assert "Kafka" in (tmp_path / "stream-job" / "README.md").read_text()
 
 
-def test_generated_stream_project_suite_passes_with_real_spark(tmp_path: Path) -> None:
+@pytest.mark.parametrize("whole", [False, pytest.param(True, id="whole", marks=pytest.mark.soak)])
+def test_generated_stream_project_suite_passes_with_real_spark(tmp_path: Path, whole: bool) -> None:
+    """`make test`: the quick tests, the default fault schedule and the aimed kills (every Spark
+    restart is a JVM start); `make soak`: the whole suite."""
     _spark_or_fail()
     generated = scaffold.generate("stream-checkpoint", tmp_path / "stream", {"project_name": "Stream Spark Job"})
+    chosen = [] if whole else leaving_out_drills_but(STREAM_KEPT, DRILLS + STREAM_DRILLS)
     # The toolkit's interpreter has pyspark; the project's conftest puts src/ on the path.
-    result = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider"],
+    result = subprocess.run([sys.executable, "-m", "pytest", "-q", "-rA", "-p", "no:cacheprovider", *chosen],
                             cwd=generated.dest, capture_output=True, text=True, timeout=1500, env=_env())
     assert result.returncode == 0, result.stdout[-6000:] + result.stderr[-2000:]
     summary = result.stdout.strip().splitlines()[-1]
     assert "failed" not in summary and "skipped" not in summary, summary
+    for name in STREAM_KEPT:  # the kept drills really ran (a rename would drop them silently)
+        assert re.search(rf"^PASSED \S+::{name}\b", result.stdout, re.M), f"{name} did not run"

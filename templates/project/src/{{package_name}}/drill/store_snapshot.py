@@ -9,6 +9,11 @@ or fails SQLite's ``PRAGMA integrity_check``, is ``store_corrupt``.
 SQLite files are read through read-only connections (``mode=ro``): a read-write connection that
 closes last checkpoints the WAL, and that checkpoint fsyncs, which would make a store that commits
 with ``synchronous = NORMAL`` durable at every cut and hide exactly what the drill looks for.
+After a cut, a read-only connection may be unable to recover the WAL's index by itself (the
+``-shm`` file is never fsynced, so the cut drops it): SQLite then answers "disk I/O error" for a
+store a restarted worker opens without trouble. Such a store is read from a copy of its files
+on the ordinary disk instead, where a read-write connection recovers the WAL (or rolls back a
+hot journal) as the next worker would, and the store itself is not touched.
 Other files (checkpoint files) are compared by content; temporary files (``*.tmp``) and locks
 (``*.lock``) promise nothing and are skipped, as are SQLite's own ``-wal``, ``-shm``, ``-journal``.
 """
@@ -17,8 +22,11 @@ from __future__ import annotations
 
 import hashlib
 import json
+import shutil
 import sqlite3
-from contextlib import closing
+import tempfile
+from collections.abc import Iterator
+from contextlib import closing, contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -37,9 +45,32 @@ def _is_sqlite(path: Path) -> bool:
         return False
 
 
+@contextmanager
+def _reading(path: Path) -> Iterator[sqlite3.Connection]:
+    """A connection that reads the store as a restarted worker would find it, changing nothing."""
+    try:
+        conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=5)
+        try:
+            conn.execute("SELECT count(*) FROM sqlite_master").fetchone()
+        except sqlite3.Error:
+            conn.close()
+            raise
+    except sqlite3.Error:
+        with tempfile.TemporaryDirectory(prefix="store-copy-") as where:
+            copy = Path(where) / path.name
+            for suffix in ("", "-wal", "-journal"):  # never -shm: the copy rebuilds its own index
+                if Path(f"{path}{suffix}").exists():
+                    shutil.copyfile(f"{path}{suffix}", f"{copy}{suffix}")
+            with closing(sqlite3.connect(copy, timeout=5)) as conn:
+                yield conn
+        return
+    with closing(conn):
+        yield conn
+
+
 def _tables(path: Path) -> dict[str, list[Any]]:
     """Each table's row count and a digest of its rows (order-free)."""
-    with closing(sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=5)) as conn:
+    with _reading(path) as conn:
         names = [r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name")]
         tables: dict[str, list[Any]] = {}
         for name in names:
@@ -79,7 +110,7 @@ def integrity(directory: Path) -> list[str]:
         if not _is_sqlite(path):
             continue
         try:
-            with closing(sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=5)) as conn:
+            with _reading(path) as conn:
                 answer = [r[0] for r in conn.execute("PRAGMA integrity_check")]
         except sqlite3.Error as exc:
             problems.append(f"{path.name} does not open: {type(exc).__name__}: {exc}")
