@@ -11,6 +11,11 @@ import pytest
 from advisor.model.catalog import Catalog
 from advisor.model.loader import load_catalog
 from advisor.paths import strategies_dir
+from suite_share import longest_first
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    items[:] = longest_first(items)
 
 sys.path.insert(0, str(Path(__file__).parent))  # tests/pg_server.py
 

@@ -46,9 +46,23 @@ VARIANT_DRILLS = ("test_a_kill_right_after_a_call_keeps_the_promise_of_the_kind"
 STREAM_DRILLS = ("test_random_sigkills_of_the_driver_lose_and_duplicate_nothing",
                  "test_sigkill_drill_with_aimed_kills_loses_and_duplicates_nothing",
                  "test_sigterm_to_the_process_group_stops_after_the_batch_and_exits_0")
-#: What the stream project runs in `make test`: the default fault schedule and its aimed kills.
-STREAM_KEPT = ("test_a_default_drill_mixes_every_fault_that_applies_and_passes",
-               "test_sigkill_drill_with_aimed_kills_loses_and_duplicates_nothing")
+#: What the stream project runs in `make test` (every Spark start is a JVM start): its submit,
+#: run and status contract and one drill, aimed kills in its windows. The rest is in `make soak`.
+STREAM_KEPT = ("test_submit_run_status_contract", "test_sigkill_drill_with_aimed_kills_loses_and_duplicates_nothing")
+
+#: The longest tests, started first (in this order) so that two workers end together instead of
+#: one running a long test alone at the end: a node id starting with any of these.
+LONGEST_FIRST = ("tests/test_template_stream.py::test_generated_stream_project_suite_passes_with_real_spark",
+                 "tests/test_template_generated.py::test_generated_project_installs_and_its_suite_passes",
+                 "tests/test_newcomer.py", "tests/test_template_rabbitmq.py", "tests/test_template_prometheus.py",
+                 "tests/test_drill_mutations.py")
+
+
+def longest_first(items: list[Any]) -> list[Any]:
+    """``items`` (pytest's) with LONGEST_FIRST's in front, otherwise in their order."""
+    def rank(item: Any) -> int:
+        return next((i for i, p in enumerate(LONGEST_FIRST) if item.nodeid.startswith(p)), len(LONGEST_FIRST))
+    return sorted(items, key=rank)  # stable: the order within a rank stays
 
 
 def leaving_out_drills_but(kept: Sequence[str], drills: Sequence[str] = DRILLS) -> list[str]:
@@ -57,11 +71,18 @@ def leaving_out_drills_but(kept: Sequence[str], drills: Sequence[str] = DRILLS) 
     return ["-k", " and ".join(f"not {name}" for name in left_out)]
 
 
-def one_here_rest_in_soak(cases: Iterable[Any], keep: Any, ids: Sequence[str] | None = None) -> list[Any]:
-    """The cases of a parametrization: ``keep`` runs in `make test`, every other one only
-    in `make soak` (the same scenario on another strategy or setting)."""
+def only(names: Sequence[str]) -> list[str]:
+    """pytest arguments that run just the tests ``names``."""
+    return ["-k", " or ".join(names)]
+
+
+def one_here_rest_in_soak(cases: Iterable[Any], keep: Any, ids: Sequence[str] | None = None,
+                          also: Sequence[Any] = ()) -> list[Any]:
+    """The cases of a parametrization: ``keep`` (and ``also``) run in `make test`, every other
+    one only in `make soak` (the same scenario on another strategy or setting)."""
     cases = list(cases)
-    assert keep in cases, f"{keep!r} is not one of the cases"
+    kept = [keep, *also]
+    assert all(k in cases for k in kept), f"{kept!r} are not all cases"
     return [pytest.param(*(case if isinstance(case, tuple) else (case,)),
                          id=None if ids is None else ids[i],
-                         marks=() if case == keep else pytest.mark.soak) for i, case in enumerate(cases)]
+                         marks=() if case in kept else pytest.mark.soak) for i, case in enumerate(cases)]

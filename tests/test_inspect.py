@@ -20,6 +20,8 @@ from typing import Any
 
 import pytest
 
+from suite_share import one_here_rest_in_soak
+
 from advisor.cli import main
 from advisor.inspect.report import inspect_dir, recognize, render_text
 from advisor.inspect.sources import InspectError, iter_files, open_sqlite_readonly
@@ -250,7 +252,9 @@ def _mid_run(report: dict[str, Any]) -> bool:
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize(("strategy", "extra"), STRATEGIES, ids=[s + ("-file" if e else "") for s, e in STRATEGIES])
+@pytest.mark.parametrize(("strategy", "extra"), one_here_rest_in_soak(
+    STRATEGIES, keep=("state-machine", {}), also=[("checkpoint", {"checkpoint_store": "file"}), ("event-sourcing", {})],
+    ids=[s + ("-file" if e else "") for s, e in STRATEGIES]))
 def test_inspect_a_generated_project(tmp_path: Path, strategy: str, extra: dict[str, str]) -> None:
     from advisor.scaffold.generation import generate
 

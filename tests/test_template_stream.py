@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from advisor import scaffold
-from suite_share import DRILLS, STREAM_DRILLS, STREAM_KEPT, leaving_out_drills_but
+from suite_share import STREAM_KEPT, only
 
 pytestmark = pytest.mark.slow
 
@@ -51,11 +51,11 @@ def test_plain_copier_renders_stream_checkpoint(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("whole", [False, pytest.param(True, id="whole", marks=pytest.mark.soak)])
 def test_generated_stream_project_suite_passes_with_real_spark(tmp_path: Path, whole: bool) -> None:
-    """`make test`: the quick tests, the default fault schedule and the aimed kills (every Spark
-    restart is a JVM start); `make soak`: the whole suite."""
+    """`make test`: the contract and one drill of aimed kills (suite_share.STREAM_KEPT; the
+    quick tests every project shares run in the other generated suites); `make soak`: all of it."""
     _spark_or_fail()
     generated = scaffold.generate("stream-checkpoint", tmp_path / "stream", {"project_name": "Stream Spark Job"})
-    chosen = [] if whole else leaving_out_drills_but(STREAM_KEPT, DRILLS + STREAM_DRILLS)
+    chosen = [] if whole else only(STREAM_KEPT)
     # The toolkit's interpreter has pyspark; the project's conftest puts src/ on the path.
     result = subprocess.run([sys.executable, "-m", "pytest", "-q", "-rA", "-p", "no:cacheprovider", *chosen],
                             cwd=generated.dest, capture_output=True, text=True, timeout=1500, env=_env())

@@ -12,6 +12,7 @@ from textual.binding import Binding
 from textual.containers import Horizontal, VerticalScroll
 from textual.screen import Screen
 from textual.timer import Timer
+from textual.worker import get_current_worker
 from textual.widgets import Button, Footer, Header, Input, Label, Select, Static
 
 from advisor.tui.widgets.next_steps import next_steps
@@ -137,7 +138,10 @@ class GenerateScreen(Screen[None]):
                 text.append(", ".join(deploy))
         except Exception as exc:  # a bad answer: the template says why
             text = Text.assemble(("Preview: ", "bold red"), str(exc))
-        self.app.call_from_thread(self.query_one("#gen-preview", Static).update, text)
+        # A newer preview replaced this one while it rendered (the first render imports Copier and
+        # is slow): its answers are stale, and it must not overwrite the newer text.
+        if not get_current_worker().is_cancelled:
+            self.app.call_from_thread(self.query_one("#gen-preview", Static).update, text)
 
     def on_button_pressed(self, event: Button.Pressed) -> None:
         if event.button.id == "generate-btn":

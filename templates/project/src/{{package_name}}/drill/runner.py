@@ -235,8 +235,12 @@ class Drill:
         start = len(self.records)
         extra = demo_records(start + max(50, self.schedule.records // 2))[start:]
         self.records = self.records + extra
-        submission.queue(self.drill_ctx, extra, correlation_id=f"drill-extend-{self.extended}",
-                         work_ms=self.schedule.work_ms)
+        publish = getattr(self.drill_ctx.strategy, "drill_submit", None)
+        if publish is not None:  # a queue input: more messages on the drill's queue
+            publish(self.drill_ctx, extra, work_ms=self.schedule.work_ms, more=f"extend{self.extended}")
+        else:
+            submission.queue(self.drill_ctx, extra, correlation_id=f"drill-extend-{self.extended}",
+                             work_ms=self.schedule.work_ms)
         self.history.add("extend", records=len(extra), done=done, pending=[e["n"] for e in self.armed + self.timed])
         _stop(self.oracles)
         self.oracles = self._start_oracles(self.drill_ctx.data_dir)  # the oracle sees the whole input

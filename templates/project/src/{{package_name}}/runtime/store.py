@@ -109,7 +109,7 @@ def check_data_dir(data_dir: Path, *, create: bool) -> Path:
         if not create:
             raise StoreError(f"--data-dir {data_dir} does not exist; run `submit-demo --data-dir {data_dir}` first")
         try:
-            data_dir.mkdir(parents=True)
+            data_dir.mkdir(parents=True, exist_ok=True)  # exist_ok: another process made it just now
         except OSError as exc:
             raise StoreError(f"cannot create --data-dir {data_dir}: {exc.strerror}") from None
     return data_dir

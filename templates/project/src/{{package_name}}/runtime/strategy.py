@@ -72,9 +72,10 @@ knows job.py and the input only.
 ``add_commands(subparsers, common) -> None`` (optional)
     extra subcommands (``common`` is the parent parser holding ``--data-dir``);
     each sets ``func=callable(args, ctx) -> int``.
-``drill_submit(ctx, records, *, work_ms=0.0) -> list[str]`` (optional)
+``drill_submit(ctx, records, *, work_ms=0.0, more=None) -> list[str]`` (optional)
     how the drill hands its input to the workers instead of ``submit``: a queue
-    input (runtime/amqp_input/) publishes the records as messages the workers consume.
+    input (runtime/amqp_input/) publishes the records as messages the workers consume;
+    ``more`` (a tag) adds records to the same queue when the drill extends its work.
 ``held_claims(ctx) -> list[dict]`` (optional, read-only)
     every claim or lease held right now, ``{"what", "owner"}`` (``held_rows`` reads them);
     a worker the drill started reads it after its run ended and must find none under its

@@ -184,10 +184,15 @@ def run(ctx: Context, shutdown: Shutdown, *, limit: int | None = None, follow: b
         store.close()
     sink = IdempotentSink(lambda: open_store(ctx), ctx.external, work_ms=float(row["w"]) if row else 0.0,
                           make_effects=lambda external: effects.Effects(external, ctx.data_dir, ctx.settings))
-    code = run_stream(ctx, sink, shutdown, follow=follow)
+    code = run_stream(ctx, sink, shutdown, follow=follow, left=lambda: _left(ctx))
     print(f"{sink.records} records in {sink.batches} micro-batch(es); "
           f"{sink.skipped} replayed batch(es) skipped", flush=True)
     return code
+
+
+def _left(ctx: Context) -> int:
+    counts = status(ctx)
+    return max(0, int(counts["total"]) - int(counts["done"]))
 
 
 def status(ctx: Context) -> dict[str, Any]:

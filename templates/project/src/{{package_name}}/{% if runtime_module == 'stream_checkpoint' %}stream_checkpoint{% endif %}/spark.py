@@ -35,6 +35,7 @@ import os
 import shutil
 import subprocess
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -127,27 +128,46 @@ def start_query(spark: Any, ctx: Context, write_batch: Any, *, follow: bool, che
     return writer.start()
 
 
-def run_stream(ctx: Context, sink: IdempotentSink, shutdown: Shutdown, *, follow: bool) -> int:
+#: ``run`` starts another availableNow query at most this many times when landing files are left.
+MORE_ROUNDS = 3
+
+
+def run_stream(ctx: Context, sink: IdempotentSink, shutdown: Shutdown, *, follow: bool,
+               left: Callable[[], int] = lambda: 0) -> int:
+    """Run the query to its end (``run``) or until a signal (``run --follow``). ``left`` counts the
+    submitted records not done yet: an availableNow query that resumes a killed run re-runs the
+    unfinished batch first and may stop before the files that landed later, so ``run`` starts the
+    query again (the same checkpoint, nothing redone) while records are left."""
     spark = build_session(ctx)
     try:
-        query = start_query(spark, ctx, sink.write, follow=follow)
-        try:
-            while query.isActive and not shutdown.requested:
-                metrics.beat()  # runtime/metrics.py: a streaming driver waiting for files is alive
-                query.awaitTermination(0.2)
-            if shutdown.requested and query.isActive:
-                with sink.busy:  # the batch in hand reaches its commit first
-                    pass
-                query.stop()
-        except Exception as failed:  # the query died: StreamingQueryException
-            if sink.error is not None:
-                raise sink.error from None  # bad input: the file and line, not a JVM stack
-            raise JobError(f"the streaming query failed: {str(failed).splitlines()[0]}") from None
-        if sink.error is not None:
-            raise sink.error
+        for round_ in range(1 + (0 if follow else MORE_ROUNDS)):
+            _await(start_query(spark, ctx, sink.write, follow=follow), sink, shutdown)
+            waiting = 0 if shutdown.requested else left()
+            if not waiting:
+                break
+            if round_ < MORE_ROUNDS:
+                print(f"the query ended with {waiting} record(s) not done: starting it again", flush=True)
         return 0
     finally:
         started = time.monotonic()
         stop_session(spark)
         if shutdown.requested:
             print(f"stopped after the current batch ({time.monotonic() - started:.1f} s to stop Spark)", flush=True)
+
+
+def _await(query: Any, sink: IdempotentSink, shutdown: Shutdown) -> None:
+    """Until the query ends or a signal asks to stop (then after the batch in hand)."""
+    try:
+        while query.isActive and not shutdown.requested:
+            metrics.beat()  # runtime/metrics.py: a streaming driver waiting for files is alive
+            query.awaitTermination(0.2)
+        if shutdown.requested and query.isActive:
+            with sink.busy:  # the batch in hand reaches its commit first
+                pass
+            query.stop()
+    except Exception as failed:  # the query died: StreamingQueryException
+        if sink.error is not None:
+            raise sink.error from None  # bad input: the file and line, not a JVM stack
+        raise JobError(f"the streaming query failed: {str(failed).splitlines()[0]}") from None
+    if sink.error is not None:
+        raise sink.error

@@ -28,14 +28,19 @@ def records_per_message(ctx: Context) -> int:
     return max(1, min(ctx.settings.task_size, ctx.settings.batch_size))
 
 
-def drill_submit(ctx: Context, records: list[dict[str, Any]], *, work_ms: float = 0.0) -> list[str]:
+def drill_submit(ctx: Context, records: list[dict[str, Any]], *, work_ms: float = 0.0,
+                 more: str | None = None) -> list[str]:
     """The drill's input: the demo records published as persistent messages (each with a
     correlation id) to a queue of its own, pinned to the drill's data directory, confirmed
-    by the broker before the workers start."""
+    by the broker before the workers start. ``more`` (a tag): records added to the pinned
+    queue later (the drill extends its work), under correlation ids of their own."""
     if ctx.strategy is None:
         raise JobError("no strategy loaded")
     ctx.strategy.open_store(ctx, create=True).close()
-    queue = f"{ctx.settings.amqp_queue}.drill-{uuid.uuid4().hex[:10]}"
+    pinned = ctx.data_dir / DRILL_QUEUE_FILE
+    earlier = json.loads(pinned.read_text(encoding="utf-8")) if more and pinned.is_file() else None
+    queue = earlier["queue"] if earlier else f"{ctx.settings.amqp_queue}.drill-{uuid.uuid4().hex[:10]}"
+    prefix = f"drill-{more}-" if more else "drill-"
     per = records_per_message(ctx)
     ids = []
     connection = _connect_for_drill(ctx)
@@ -46,7 +51,7 @@ def drill_submit(ctx: Context, records: list[dict[str, Any]], *, work_ms: float 
         # (safely stored), without a round trip per message as publisher confirms would need.
         channel.tx_select()
         for n, first in enumerate(range(0, len(records), per)):
-            cid = f"drill-{n:06d}"
+            cid = f"{prefix}{n:06d}"
             channel.basic_publish("", queue, json.dumps({"records": records[first:first + per], "work_ms": work_ms}),
                                   pika.BasicProperties(delivery_mode=pika.DeliveryMode.Persistent,
                                                        correlation_id=cid, content_type="application/json",
@@ -61,9 +66,9 @@ def drill_submit(ctx: Context, records: list[dict[str, Any]], *, work_ms: float 
     finally:
         if connection.is_open:
             connection.close()
-    (ctx.data_dir / DRILL_QUEUE_FILE).write_text(json.dumps({
-        "queue": queue, "expires_s": DRILL_QUEUE_EXPIRES_S, "messages": len(ids), "records_per_message": per}),
-        encoding="utf-8")
+    pinned.write_text(json.dumps({
+        "queue": queue, "expires_s": DRILL_QUEUE_EXPIRES_S, "messages": len(ids) + (earlier or {}).get("messages", 0),
+        "records_per_message": per}), encoding="utf-8")
     return ids
 
 
