@@ -66,12 +66,15 @@ lazyfs:
 	$(PYTHON) "$(LAZYFS_PY)" >/dev/null || { $(PYTHON) "$(LAZYFS_PY)"; \
 	  echo "warning: LazyFS cannot run here; the power-loss tests will be skipped"; }
 
+# Three pytest workers on two cores: most long tests wait on their subprocesses, disks and servers.
+PYTEST_WORKERS ?= 3
+
 test: setup postgres java rabbitmq prometheus lazyfs
-	$(BIN)/python -m pytest -n 2 -q $(PYTEST_ARGS)
+	$(BIN)/python -m pytest -n $(PYTEST_WORKERS) -q $(PYTEST_ARGS)
 
 # Many seeds of every drill mode (hours on 2 cores): the tests marked soak, left out of `make test`.
 soak: setup postgres java rabbitmq prometheus lazyfs
-	$(BIN)/python -m pytest -n 2 -q -m soak $(PYTEST_ARGS)
+	$(BIN)/python -m pytest -n $(PYTEST_WORKERS) -q -m soak $(PYTEST_ARGS)
 
 bench: setup
 	$(BIN)/python benchmarks/run_all.py

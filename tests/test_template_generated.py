@@ -3,8 +3,9 @@ included) must pass, and advisor.scaffold must stream their drill.
 
 What each project's suite runs here (a user runs all of it): every generated suite
 holds the same drill machinery, so its whole-drill tests would be paid fourteen times.
-The reference project runs everything; each other strategy its quick tests and one of
-the drill modes its own code decides (STRATEGY_MODE: the default fault schedule, the
+The reference project runs everything; each other strategy the tests of its own code
+(its module's tests, its call kind, its windows, its contract) and one of the drill modes
+its own code decides (STRATEGY_MODE: the default fault schedule, the
 aimed kills in its windows, the crash-point sweep, the power cuts; every mode on one
 strategy at least besides the reference); a variant of a strategy (other answers) the
 tests of what its answers change (the call's kind, the strategy's own tests) and the
@@ -82,19 +83,25 @@ STRATEGY_MODE = {
     "event-sourcing-idempotent": "test_a_default_drill_mixes_every_fault_that_applies_and_passes",  # key reuse
 }
 STRATEGIES = set(STRATEGY_MODE)
-#: A variant's answers change the call's kind and the strategy's settings: these files of its
-#: suite (those that exist in it), and VARIANT_DRILLS' first drill.
-VARIANT_FILES = ("tests/test_effects.py", "tests/test_checkpoint.py", "tests/test_checkpoint_file.py",
-                 "tests/test_idempotent_retry.py", "tests/test_state_machine.py", "tests/test_event_sourcing.py")
-
+#: The tests of what a strategy or its answers decide: the call's kind and the strategy's own
+#: tests (those files that exist in the project). The tests every project shares (the drill's
+#: verdict, input parsing, the runtime) run in the reference project.
+OWN_FILES = ("tests/test_effects.py", "tests/test_checkpoint.py", "tests/test_checkpoint_file.py",
+             "tests/test_idempotent_retry.py", "tests/test_state_machine.py", "tests/test_event_sourcing.py",
+             "tests/test_event_sourcing_idempotent.py")
+#: A strategy's further files: its windows, its submit/run/status contract, and where its drill
+#: modes live (STRATEGY_MODE chooses the one that runs).
+STRATEGY_FILES = ("tests/test_aimed_kills.py", "tests/test_runtime.py", "tests/test_nemesis.py", "tests/test_sweep.py",
+                  "tests/test_power_loss.py")
 
 def selection(option_set: str, dest: Path) -> list[str]:
     """The pytest arguments that choose this option set's share of its suite (see the docstring)."""
     if option_set == REFERENCE:
         return []
+    own = [f for f in OWN_FILES if (dest / f).is_file()]
     if option_set in STRATEGIES:
-        return leaving_out_drills_but((STRATEGY_MODE[option_set],))
-    return [*(f for f in VARIANT_FILES if (dest / f).is_file()), *leaving_out_drills_but(VARIANT_DRILLS[:1])]
+        return [*own, *STRATEGY_FILES, *leaving_out_drills_but((STRATEGY_MODE[option_set],))]
+    return [*own, *leaving_out_drills_but(VARIANT_DRILLS[:1])]
 
 
 @contextmanager
