@@ -67,14 +67,15 @@ lazyfs:
 	  echo "warning: LazyFS cannot run here; the power-loss tests will be skipped"; }
 
 # Three pytest workers on two cores: most long tests wait on their subprocesses, disks and servers.
+# Work stealing: each worker starts on its share of the longest tests (tests/suite_share.py).
 PYTEST_WORKERS ?= 3
 
 test: setup postgres java rabbitmq prometheus lazyfs
-	$(BIN)/python -m pytest -n $(PYTEST_WORKERS) -q $(PYTEST_ARGS)
+	$(BIN)/python -m pytest -n $(PYTEST_WORKERS) --dist worksteal -q $(PYTEST_ARGS)
 
 # Many seeds of every drill mode (hours on 2 cores): the tests marked soak, left out of `make test`.
 soak: setup postgres java rabbitmq prometheus lazyfs
-	$(BIN)/python -m pytest -n $(PYTEST_WORKERS) -q -m soak $(PYTEST_ARGS)
+	$(BIN)/python -m pytest -n $(PYTEST_WORKERS) --dist worksteal -q -m soak $(PYTEST_ARGS)
 
 bench: setup
 	$(BIN)/python benchmarks/run_all.py

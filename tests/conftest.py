@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import shutil
 import sys
 from pathlib import Path
@@ -11,11 +12,13 @@ import pytest
 from advisor.model.catalog import Catalog
 from advisor.model.loader import load_catalog
 from advisor.paths import strategies_dir
-from suite_share import longest_first
+from suite_share import spread_for_workers
 
 
+@pytest.hookimpl(trylast=True)  # after pytest's own reordering (by fixtures' scopes), which would undo it
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    items[:] = longest_first(items)
+    # Every xdist worker collects, and all must agree: the count comes from xdist's environment.
+    items[:] = spread_for_workers(items, int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1")))
 
 sys.path.insert(0, str(Path(__file__).parent))  # tests/pg_server.py
 

@@ -50,19 +50,28 @@ STREAM_DRILLS = ("test_random_sigkills_of_the_driver_lose_and_duplicate_nothing"
 #: run and status contract and one drill, aimed kills in its windows. The rest is in `make soak`.
 STREAM_KEPT = ("test_submit_run_status_contract", "test_sigkill_drill_with_aimed_kills_loses_and_duplicates_nothing")
 
-#: The longest tests, started first (in this order) so that two workers end together instead of
-#: one running a long test alone at the end: a node id starting with any of these.
-LONGEST_FIRST = ("tests/test_template_stream.py::test_generated_stream_project_suite_passes_with_real_spark",
-                 "tests/test_template_generated.py::test_generated_project_installs_and_its_suite_passes",
-                 "tests/test_newcomer.py", "tests/test_template_rabbitmq.py", "tests/test_template_prometheus.py",
-                 "tests/test_drill_mutations.py")
+#: The longest tests, longest first: a node id starting with any of these.
+LONGEST = ("tests/test_template_stream.py::test_generated_stream_project_suite_passes_with_real_spark",
+           "tests/test_template_generated.py::test_generated_project_installs_and_its_suite_passes[checkpoint-table]",
+           "tests/test_template_generated.py::test_generated_project_installs_and_its_suite_passes",
+           "tests/test_newcomer.py", "tests/test_template_rabbitmq.py", "tests/test_template_prometheus.py",
+           "tests/test_drill_mutations.py")
 
 
-def longest_first(items: list[Any]) -> list[Any]:
-    """``items`` (pytest's) with LONGEST_FIRST's in front, otherwise in their order."""
+def spread_for_workers(items: list[Any], workers: int) -> list[Any]:
+    """``items`` laid out for pytest-xdist's work stealing (`--dist worksteal`), which hands each of
+    ``workers`` one contiguous share and lets an idle worker take half of the longest queue's tail.
+    Each share starts with its turn of the LONGEST tests (dealt round robin, longest first) and
+    goes on with an equal part of the rest: the long tests start at once on every worker, and the
+    short ones at the tails balance the end."""
     def rank(item: Any) -> int:
-        return next((i for i, p in enumerate(LONGEST_FIRST) if item.nodeid.startswith(p)), len(LONGEST_FIRST))
-    return sorted(items, key=rank)  # stable: the order within a rank stays
+        return next((i for i, p in enumerate(LONGEST) if item.nodeid.startswith(p)), len(LONGEST))
+    ranked = sorted(items, key=rank)  # stable: the order within a rank stays
+    long = [item for item in ranked if rank(item) < len(LONGEST)]
+    rest = [item for item in ranked if rank(item) == len(LONGEST)]
+    workers = max(1, workers)
+    size = -(-len(rest) // workers)
+    return [item for w in range(workers) for item in long[w::workers] + rest[w * size:(w + 1) * size]]
 
 
 def leaving_out_drills_but(kept: Sequence[str], drills: Sequence[str] = DRILLS) -> list[str]:
