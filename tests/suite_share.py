@@ -46,9 +46,9 @@ VARIANT_DRILLS = ("test_a_kill_right_after_a_call_keeps_the_promise_of_the_kind"
 STREAM_DRILLS = ("test_random_sigkills_of_the_driver_lose_and_duplicate_nothing",
                  "test_sigkill_drill_with_aimed_kills_loses_and_duplicates_nothing",
                  "test_sigterm_to_the_process_group_stops_after_the_batch_and_exits_0")
-#: What the stream project runs in `make test` (every Spark start is a JVM start): its submit,
-#: run and status contract and one drill, aimed kills in its windows. The rest is in `make soak`.
-STREAM_KEPT = ("test_submit_run_status_contract", "test_sigkill_drill_with_aimed_kills_loses_and_duplicates_nothing")
+#: What the stream project runs in `make test` (every Spark start is a JVM start): one drill, aimed
+#: kills in its windows (its runs cover submit, run and status). The rest is in `make soak`.
+STREAM_KEPT = ("test_sigkill_drill_with_aimed_kills_loses_and_duplicates_nothing",)
 
 #: The longest tests, longest first: a node id starting with any of these.
 LONGEST = ("tests/test_template_stream.py::test_generated_stream_project_suite_passes_with_real_spark",

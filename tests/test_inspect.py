@@ -253,7 +253,7 @@ def _mid_run(report: dict[str, Any]) -> bool:
 
 @pytest.mark.slow
 @pytest.mark.parametrize(("strategy", "extra"), one_here_rest_in_soak(
-    STRATEGIES, keep=("state-machine", {}), also=[("checkpoint", {"checkpoint_store": "file"}), ("event-sourcing", {})],
+    STRATEGIES, keep=("state-machine", {}), also=[("checkpoint", {"checkpoint_store": "file"})],
     ids=[s + ("-file" if e else "") for s, e in STRATEGIES]))
 def test_inspect_a_generated_project(tmp_path: Path, strategy: str, extra: dict[str, str]) -> None:
     from advisor.scaffold.generation import generate

@@ -178,8 +178,11 @@ def test_a_failing_body_leaves_no_mount_and_no_lazyfs_process(tmp_path):
 
 
 HOLDER = textwrap.dedent("""
-    import importlib.util, sys, time
+    import importlib.util, signal, sys, time
     from pathlib import Path
+    # As from a terminal: a process started under pytest-xdist inherits SIGINT ignored, and Python
+    # then installs no KeyboardInterrupt handler of its own.
+    signal.signal(signal.SIGINT, signal.default_int_handler)
     spec = importlib.util.spec_from_file_location("lazyfs", sys.argv[1])
     lazyfs = importlib.util.module_from_spec(spec); spec.loader.exec_module(lazyfs)
     root = Path(sys.argv[2])
@@ -198,7 +201,12 @@ def test_a_stopped_run_unmounts_on_its_way_out(tmp_path, signum):
         assert holder.stdout is not None and holder.stdout.readline() == "mounted\n"
         assert mounts_in_table(tmp_path) == [str(tmp_path / "mnt")]
         holder.send_signal(signum)
-        holder.wait(timeout=60)
+        try:
+            holder.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            holder.kill()  # it ignored the signal: fail now, never wait out its sleep, leave no mount
+            lazyfs.remove_stale_mounts(tmp_path)
+            raise
     assert mounts_in_table(tmp_path) == []
 
 

@@ -9,7 +9,8 @@ its own code decides (STRATEGY_MODE: the default fault schedule, the
 aimed kills in its windows, the crash-point sweep, the power cuts; every mode on one
 strategy at least besides the reference); a variant of a strategy (other answers) the
 tests of what its answers change (the call's kind, the strategy's own tests) and the
-kill right after a call. Which is which is data below; `make soak` runs every suite whole.
+kill right after a call (four variants: one per other kind of call and the tuned settings;
+the rest in `make soak`). Which is which is data below; `make soak` runs every suite whole.
 
 All generated projects of a test session share ONE virtual environment (built once,
 under a file lock so pytest-xdist workers share it too): it sees the toolkit's own
@@ -83,6 +84,11 @@ STRATEGY_MODE = {
     "event-sourcing-idempotent": "test_a_default_drill_mixes_every_fault_that_applies_and_passes",  # key reuse
 }
 STRATEGIES = set(STRATEGY_MODE)
+#: The variants in make test: one per kind of call besides the default, and the tuned settings
+#: of the strategy with the most of them (the rest of them run in make soak).
+VARIANTS_IN_MAKE_TEST = {"checkpoint-queryable", "idempotent-retry-plain-at-most-once",
+                         "state-machine-plain-at-least-once", "event-sourcing-tuned"}
+IN_MAKE_TEST = {REFERENCE} | STRATEGIES | VARIANTS_IN_MAKE_TEST
 #: The tests of what a strategy or its answers decide: the call's kind and the strategy's own
 #: tests (those files that exist in the project). The tests every project shares (the drill's
 #: verdict, input parsing, the runtime) run in the reference project.
@@ -155,7 +161,8 @@ def clean_env() -> dict[str, str]:
 
 def _suites() -> list[Any]:
     """Each option set with its share of the suite; in `make soak` (marked soak) each suite whole."""
-    return [pytest.param(o, False, id=o) for o in sorted(OPTION_SETS)] + [
+    return [pytest.param(o, False, id=o, marks=() if o in IN_MAKE_TEST else pytest.mark.soak)
+            for o in sorted(OPTION_SETS)] + [
         pytest.param(o, True, id=f"{o}-whole", marks=pytest.mark.soak) for o in sorted(OPTION_SETS) if o != REFERENCE]
 
 

@@ -51,7 +51,7 @@ def test_plain_copier_renders_stream_checkpoint(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("whole", [False, pytest.param(True, id="whole", marks=pytest.mark.soak)])
 def test_generated_stream_project_suite_passes_with_real_spark(tmp_path: Path, whole: bool) -> None:
-    """`make test`: the contract and one drill of aimed kills (suite_share.STREAM_KEPT; the
+    """`make test`: one drill of aimed kills (suite_share.STREAM_KEPT; the
     quick tests every project shares run in the other generated suites); `make soak`: all of it."""
     _spark_or_fail()
     generated = scaffold.generate("stream-checkpoint", tmp_path / "stream", {"project_name": "Stream Spark Job"})

@@ -171,13 +171,16 @@ class Drill:
         while True:
             done = self.progress.applied()
             now = time.monotonic()
+            # Alive first, reaped second: a worker that ends between the two readings is reaped in
+            # this pass (its kill counted, its successor started), never taken for the end of the run.
+            anyone_was_alive = bool(self.pool.alive())
             for slot in self.pool.exited():
                 self._reap(slot, done)
             self.tally.recovered(done, now, self.emit, self.t, everyone_gone=not self.pool.alive())
             if now - last_progress >= PROGRESS_EVERY_S:
                 last_progress = now
                 self.emit({"event": "progress", "done": done, "total": self._expected_count(), "t": self.t()})
-            if not self.pool.alive():
+            if not anyone_was_alive and not self.pool.alive():
                 self.nemesis.tick(end=True)  # nobody left to ride an outage out: the store is back
                 if (self.armed or self.timed) and self.extended < MAX_EXTENSIONS and self._work_finished():
                     self._extend(done)
