@@ -126,16 +126,27 @@ class EffectsSubscriber:
                                             EFFECTS, self.owner)).rowcount != 1:
                 return 0  # the lease was taken over
         # 2. The calls. Events a killed subscriber had prepared are looked up first.
-        started, sent, reached = time.monotonic(), [], position
+        started, sent, reached, in_doubt_upto = time.monotonic(), [], position, position
         if len(self.decoded) > 10 * self.settings.batch_size:  # the projection runs elsewhere
             self.decoded.clear()
         for note in notes:
             domain_event = self.app.mapper.to_domain_event(note)
             self.decoded[note.id] = domain_event
             if isinstance(domain_event, Task.RecordProcessed):
-                for eff in domain_event.effects:
-                    sent.append(self._send(note.id, domain_event, eff, recovering=note.id <= recovering_upto))
-                    faults.window("after_call_before_position")
+                mark = len(sent)
+                try:
+                    for eff in domain_event.effects:
+                        sent.append(self._send(note.id, domain_event, eff, recovering=note.id <= recovering_upto))
+                        faults.window("after_call_before_position")
+                except TransientError as refused:
+                    # The service keeps refusing: this event is not reached, the next pass sends its
+                    # calls again. Any of them that went out stays prepared, so they are looked up
+                    # first then; the worker goes on instead of dying with the batch in hand.
+                    if len(sent) > mark:
+                        in_doubt_upto = note.id
+                    del sent[mark:]
+                    self.log(f"effects paused at event {note.id}: {refused}; retried on the next pass")
+                    break
             reached = note.id
             if self.shutdown.requested:
                 break
@@ -145,7 +156,7 @@ class EffectsSubscriber:
         #    so the intent shrinks back (a graceful stop leaves nothing to look up).
         with self.store.transaction():
             now = time.time()
-            moved = self.store.execute(ADVANCE, (reached, max(recovering_upto, reached), now, now,
+            moved = self.store.execute(ADVANCE, (reached, max(recovering_upto, reached, in_doubt_upto), now, now,
                                                  EFFECTS, position)).rowcount
             if moved != 1:
                 raise StoreError("the effects subscriber's position moved under its lease")
