@@ -217,18 +217,17 @@ def run_drill(args: argparse.Namespace, ctx: Context) -> int:
         _stop_on_sigterm()
         emit = _printer() if args.events else (lambda event: None)
         report = Drill(ctx, plan, data_dir=args.data_dir, emit=emit).run()
-        if report["ok"] or args.no_shrink or args.replay is not None:
-            pass
-        elif is_postgresql(ctx.settings.database_url):
-            # Every smaller try submits its input again, into the same database: it would collide.
-            print("not shrunk: each smaller try needs an empty database of its own; rerun the schedule below "
-                  "on one", file=sys.stderr, flush=True)
-        else:
-            if not args.events:
-                print(f"the drill failed ({', '.join(sorted({f['check'] for f in report['failures']}))}); looking "
-                      f"for a smaller failing schedule (at most {shrink.MAX_TRIES} drills, {shrink.BUDGET_S:g} s; "
-                      "--no-shrink skips this)", file=sys.stderr, flush=True)
-            report["shrunk"] = shrink.shrink(ctx, plan, report, emit=emit)
+        if not report["ok"] and not args.no_shrink and args.replay is None:
+            if is_postgresql(ctx.settings.database_url):
+                # Every smaller try submits its input again, into the same database: it would collide.
+                print("not shrunk: each smaller try needs an empty database of its own; rerun the schedule below "
+                      "on one", file=sys.stderr, flush=True)
+            else:
+                if not args.events:
+                    print(f"the drill failed ({', '.join(sorted({f['check'] for f in report['failures']}))}); "
+                          f"looking for a smaller failing schedule (at most {shrink.MAX_TRIES} drills, "
+                          f"{shrink.BUDGET_S:g} s; --no-shrink skips this)", file=sys.stderr, flush=True)
+                report["shrunk"] = shrink.shrink(ctx, plan, report, emit=emit)
         emit({"event": "report", **report})
     if args.events:
         pass  # the report was the last event
