@@ -296,6 +296,52 @@ def test_unmutated_project_passes_the_drill(option_set: str, flags: tuple[str, .
     assert run.report.get("failures") == [], run.describe()
 
 
+#: The soak's seeds of every drill mode (SOAK_SEEDS=3 for a shorter soak).
+SOAK_SEEDS = range(1, int(os.environ.get("SOAK_SEEDS", "10")) + 1)
+#: The drill modes an unmutated project must pass on every seed (the sweep, the upgrade drill and
+#: the power cut have their own seeded soaks: test_sweep_drills.py, test_power_loss_drill.py).
+MODES = {"random": (), "sigterm": ("--sigterm",), "workers-3": ("--workers", "3"), "aim-all": ("--aim", "all")}
+#: One option set per strategy and effect kind, and the two that need a server (PostgreSQL, RabbitMQ).
+SOAKED = ("checkpoint-table", "checkpoint-file", "idempotent-retry", "state-machine", "event-sourcing",
+          "event-sourcing-idempotent", "checkpoint-table-queryable", "idempotent-retry-plain-at-most-once",
+          "checkpoint-table-plain-at-most-once", "checkpoint-table-postgresql", "checkpoint-table-queue")
+
+
+def in_mode(flags: tuple[str, ...], mode: str, seed: int) -> tuple[str, ...]:
+    """An option set's own drill flags (its size and work) in another mode and seed: its own
+    mode flags (--aim X, --sigterm, --workers N, --seed N) give way to the mode's."""
+    kept, skip = [], 0
+    for flag in flags:
+        if skip:
+            skip -= 1
+        elif flag in ("--aim", "--workers", "--seed"):
+            skip = 1
+        elif flag != "--sigterm":
+            kept.append(flag)
+    return (*kept, *MODES[mode], "--seed", str(seed))
+
+
+@pytest.mark.soak
+@pytest.mark.parametrize(("option_set", "mode", "seed"),
+                         [pytest.param(o, m, s, id=f"{o}:{m}:{s}") for o in SOAKED for m in MODES for s in SOAK_SEEDS])
+def test_unmutated_project_passes_every_seed_of_every_mode(option_set: str, mode: str, seed: int, renders: Renders,
+                                                           services: Services, tmp_path: Path) -> None:
+    """Zero false alarms: a correct project passes each drill mode on every seed, not on the one
+    seed its mutations use."""
+    project, package = renders.copy(option_set, tmp_path / "project")
+    flags = in_mode(OPTION_SETS[option_set].drill, mode, seed)
+    run = run_drill(project, package, tmp_path / "drill", flags, services.env(OPTION_SETS[option_set].needs))
+    assert run.report is not None, f"no JSON report for {' '.join(flags)}: {run.describe()}"
+    assert run.returncode == 0 and run.report["ok"] is True, f"{' '.join(flags)}: {run.describe()}"
+
+
+def test_the_soak_modes_replace_an_option_sets_own_mode() -> None:
+    assert set(SOAKED) <= set(OPTION_SETS)
+    own = ("--records", "200", "--aim", "x", "--seed", "3", "--sigterm", "--work-ms", "0")
+    assert in_mode(own, "workers-3", 7) == ("--records", "200", "--work-ms", "0", "--workers", "3", "--seed", "7")
+    assert in_mode(own, "random", 1) == ("--records", "200", "--work-ms", "0", "--seed", "1")
+
+
 @pytest.mark.parametrize("mutation", [pytest.param(m, id=m.id, marks=() if m.id in SAMPLE else pytest.mark.soak)
                                       for m in MUTATIONS])
 def test_the_drill_catches_the_mutation(mutation: Mutation, renders: Renders, services: Services,

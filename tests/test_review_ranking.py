@@ -46,6 +46,9 @@ RANKING = [
     # Hour-long messages redelivered while still running: the claim is shorter than the unit.
     ({"recovery_point_store": "broker_or_orchestrator", "duration": "hours", "workers": "many",
       "symptoms": "duplicate_effect"}, "idempotent-retry", "lease-longer-than-run"),
+    # A message handed out again and again that never completes, however short the task looks.
+    ({"recovery_point_store": "broker_or_orchestrator", "duration": "seconds",
+      "symptoms": "duplicate_effect,never_finishes"}, "idempotent-retry", "lease-longer-than-run"),
     # Early acknowledgement: the broker forgot a task a killed worker never finished.
     ({"recovery_point_store": "broker_or_orchestrator", "symptoms": "work_lost"}, "idempotent-retry", "ack-after-commit"),
     # A watermark advanced before the rows outside the store were written: work lost.
@@ -217,6 +220,8 @@ BAD_EVIDENCE = [
     (GOOD_RULE.replace("    says: a test rule\n", "    says: a test rule\n    weight: 3\n"), "weight", "unknown key"),
     (GOOD_RULE.replace("    says: a test rule\n", ""), "says", "required"),
     (GOOD_RULE.replace("raise: {partial-output-published-atomically: 2}", "raise: {}"), "raise", "at least one control"),
+    (GOOD_RULE.replace("    when:", "    together: [work_lost, stuck_unit]\n    when:"), "together", "not both"),
+    (GOOD_RULE.replace("symptoms: [duplicate_effect]", "together: [duplicate_effect]"), "together", "at least two"),
 ]  # fmt: skip
 
 
@@ -227,6 +232,20 @@ def test_a_broken_evidence_rule_names_file_key_and_reason(catalog_copy, rule, ke
         load_catalog(catalog_copy)
     message = str(err.value)
     assert "evidence.yaml" in message and key in message and reason in message, message
+
+
+def test_a_together_rule_needs_every_symptom_it_names(catalog_copy):
+    """`together`: a pattern (a unit handed out again and again) that neither symptom shows alone."""
+    rule = GOOD_RULE.replace("symptoms: [duplicate_effect]", "together: [duplicate_effect, never_finishes]")
+    (catalog_copy / "evidence.yaml").write_text("rules:\n" + rule)
+    catalog = load_catalog(catalog_copy)
+    answers = {"work_shape": "record_batch", "outputs": "outside_store"}
+    both = review({**answers, "symptoms": "duplicate_effect,never_finishes"}, catalog,
+                  current=CurrentDesign("checkpoint")).findings
+    one = review({**answers, "symptoms": "duplicate_effect"}, catalog, current=CurrentDesign("checkpoint")).findings
+    score = {f.control.id: f.score for f in both}
+    assert score["partial-output-published-atomically"] == 2 and both[0].control.id == "partial-output-published-atomically"
+    assert all(f.score == 0 for f in one)
 
 
 def test_a_good_rule_loads_and_a_catalog_without_the_file_ranks_by_declaration(catalog_copy):

@@ -301,9 +301,11 @@ class EvidenceRule:
     when: Condition  # the answers it needs besides (AND; empty: none)
     weights: Mapping[str, float]  # control id → weight
     says: str  # why, in a few words ("a retried attempt re-used the failed one's output")
+    together: bool = False  # every one of ``symptoms`` seen (a pattern no single symptom shows)
 
     def holds(self, symptoms: tuple[str, ...], answers: Mapping[str, str]) -> bool:
-        seen = not self.symptoms or any(s in symptoms for s in self.symptoms)
+        match = all if self.together else any
+        seen = not self.symptoms or match(s in symptoms for s in self.symptoms)
         return seen and condition_holds(self.when, answers)
 
 

@@ -48,15 +48,21 @@ def _weights(r: Reader, control_ids: Sequence[str]) -> dict[str, float]:
 
 
 def _rule(r: Reader, questions: Mapping[str, Question], control_ids: Sequence[str]) -> EvidenceRule:
-    r.only("id", "symptoms", "when", "raise", "says")
+    r.only("id", "symptoms", "together", "when", "raise", "says")
     rid = r.text("id")
     if not _RULE_ID.match(rid):
         raise r.error("id", f"{rid!r} is not a rule id: use lowercase words joined by '-'")
-    symptoms = _symptom_values(r, "symptoms", questions) if r.data.get("symptoms") is not None else ()
+    if r.data.get("symptoms") is not None and r.data.get("together") is not None:
+        raise r.error("together", "give `symptoms` (any one seen) or `together` (all seen), not both")
+    together = r.data.get("together") is not None
+    key = "together" if together else "symptoms"
+    symptoms = _symptom_values(r, key, questions) if r.data.get(key) is not None else ()
+    if together and len(symptoms) < 2:
+        raise r.error("together", "`together` names at least two symptoms (one is `symptoms`)")
     when = read_conditions(r, "when", questions)
     if not symptoms and not when:
         raise r.error("when", "a rule needs `symptoms`, `when` or both: without either it would raise every case alike")
-    return EvidenceRule(rid, symptoms, when, _weights(r, control_ids), r.text("says"))
+    return EvidenceRule(rid, symptoms, when, _weights(r, control_ids), r.text("says"), together)
 
 
 def _keywords(top: Reader, questions: Mapping[str, Question]) -> dict[str, tuple[str, ...]]:

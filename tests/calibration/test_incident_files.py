@@ -24,8 +24,10 @@ from calibration_docs import GITHUB_REF, URL  # pytest puts this directory on sy
 
 HERE = Path(__file__).resolve().parent
 HELDOUT = HERE / "heldout" / "incidents.yaml"
+#: The second held-out round, written by someone who never saw the evidence rules or the ranking.
+HELDOUT_2 = HERE / "heldout" / "round2.yaml"
 TUNED = HERE / "review_tuned.yaml"
-REVIEW_FILES = (HELDOUT, TUNED)
+REVIEW_FILES = (HELDOUT, HELDOUT_2, TUNED)
 ALL_FILES = (HERE / "incidents.yaml", *REVIEW_FILES)
 
 # Questions the review is getting; they are not in strategies/questions.yaml yet.
