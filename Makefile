@@ -5,7 +5,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed-stamp
 
-.PHONY: run test soak setup postgres java rabbitmq prometheus lazyfs bench docs typecheck clean
+.PHONY: run test soak setup postgres java rabbitmq prometheus lazyfs bench docs typecheck release clean
 
 # Re-install only when the project's dependencies change.
 $(STAMP): pyproject.toml
@@ -86,6 +86,21 @@ docs: setup
 
 typecheck: setup
 	$(BIN)/python -m mypy
+
+# A release: everything committed, pyproject's version tagged (Copier's `update` takes the newest
+# tag), then the template of this release becomes the fixture the next release's update test
+# starts from (tests/test_template_update.py), committed. docs/template-internals.md, "Releases".
+release:
+	@test -z "$$(git status --porcelain)" || { echo "make release: commit or stash your changes first (git status)" >&2; exit 2; }
+	@v=$$(sed -n 's/^version = "\(.*\)"$$/\1/p' pyproject.toml); \
+	 test -n "$$v" || { echo "make release: no version = \"...\" line in pyproject.toml" >&2; exit 2; }; \
+	 if git rev-parse -q --verify "refs/tags/v$$v" >/dev/null; then \
+	   echo "make release: v$$v is tagged already; raise the version in pyproject.toml and commit" >&2; exit 2; fi; \
+	 git tag -a "v$$v" -m "Continuity Advisor $$v" && \
+	 git archive --format=tar "v$$v" templates copier.yml | gzip -9n > tests/fixtures/template-previous.tar.gz && \
+	 git add tests/fixtures/template-previous.tar.gz && \
+	 { git diff --cached --quiet || git commit -q -m "The update test starts from v$$v's template"; } && \
+	 echo "tagged v$$v; push it with: git push origin v$$v"
 
 clean:
 	rm -rf $(VENV) .pytest_cache

@@ -44,6 +44,10 @@ def fresh_env() -> dict[str, str]:
                                   if p and p not in venvs and "/.venv/" not in p + "/")
     return env
 
+#: A user's git identity (a fresh shell here has none; `git commit` needs one).
+GIT_IDENTITY = {"GIT_AUTHOR_NAME": "New User", "GIT_AUTHOR_EMAIL": "new@example.org",
+                "GIT_COMMITTER_NAME": "New User", "GIT_COMMITTER_EMAIL": "new@example.org"}
+
 
 def shell(script: str, cwd: Path, timeout: float = 1200,
           extra_env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
@@ -113,6 +117,7 @@ def test_generate_next_commands_work_in_a_fresh_shell(tmp_path: Path) -> None:
         files = ("README.md",)
         dest = tmp_path / "nightly-sync"
         package = package_of(dest)
+        release = None
 
     tui = next_steps(Generated(), "./nightly-sync").plain
     assert printed_commands(tui, "Next, in a shell:") == commands
@@ -130,6 +135,19 @@ def test_generate_next_commands_work_in_a_fresh_shell(tmp_path: Path) -> None:
     # status | head -2 in that shell: two lines, no traceback.
     piped = shell("cd nightly-sync && . .venv/bin/activate && python -m nightly_sync status | head -2", tmp_path)
     assert len(piped.stdout.splitlines()) == 2 and "Error" not in piped.stderr, piped.stderr
+
+    # Later, template updates: the printed lines, in a fresh shell inside the project, after the
+    # user's own edit. From a clean git checkout of the advisor that is `copier update` (the edit
+    # kept); from a tree with uncommitted template changes, `copier recopy`.
+    updates = printed_commands(out, "template updates (in the project):")
+    job = tmp_path / "nightly-sync" / "src" / "nightly_sync" / "job.py"
+    mine = "\n# MY EDIT: our own job\n"
+    job.write_text(job.read_text() + mine)
+    shell("\n".join(["cd nightly-sync", *updates]), tmp_path, extra_env=GIT_IDENTITY)
+    if any(" copier update " in c for c in updates):
+        assert mine in job.read_text() and "<<<<<<<" not in job.read_text()
+    else:
+        assert any(" copier recopy " in c for c in updates), updates
 
 
 def test_copier_message_works_in_a_fresh_shell(tmp_path: Path) -> None:

@@ -189,3 +189,79 @@ def test_a_project_of_the_previous_release_updates_to_this_one(two_releases: Pat
     helper = subprocess.run([sys.executable, "-c", "from nightly_sync.job import our_helper; print(our_helper(2))"],
                             cwd=dest, env=env, capture_output=True, text=True, timeout=60)
     assert helper.stdout.strip() == "6", helper.stderr
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("tagged", [True, False], ids=["tagged", "untagged"])
+def test_advisor_generate_makes_a_project_copier_can_update(template_repo: Path, tmp_path: Path, tagged: bool,
+                                                            monkeypatch: pytest.MonkeyPatch) -> None:
+    """The main path: `advisor generate` from a git checkout records the checkout and its commit, and
+    the printed update command brings a later template change into the user's edited project
+    (from a release tag, or from an untagged commit of the checkout)."""
+    from advisor.scaffold import generation
+
+    if not tagged:
+        sh("git", "tag", "-d", "v1", cwd=template_repo)
+    monkeypatch.setattr(generation, "templates_dir", lambda: template_repo / "templates")
+    dest = tmp_path / "nightly-sync"
+    made = generation.generate("checkpoint", dest, {"project_name": "Nightly Sync"})
+    assert made.release is not None and made.release.updatable, made.release
+    answers = yaml.safe_load((dest / ".copier-answers.yml").read_text())
+    head = sh("git", "rev-parse", "--short", "HEAD", cwd=template_repo).strip()
+    assert answers["_src_path"] == str(template_repo.resolve())
+    assert answers["_commit"] == ("v1" if tagged else head)
+    mine = "\n\n# MY EDIT: our own job starts here\n"
+    job = commit_the_users_edit(dest, mine)
+
+    shell = template_repo / "templates" / "project" / "src" / "{{package_name}}" / "ops" / "status.py"
+    shell.write_text(shell.read_text() + "\n\n# TEMPLATE LATER: a change the update must bring\n")
+    commit_all(template_repo, "a later template")
+    # What `advisor generate` prints, run as printed (the update line is the last of them).
+    lines = generation.update_commands(made)
+    assert lines[-1].startswith(f"{sys.executable} -m copier update --defaults --vcs-ref HEAD"), lines
+    sh(*lines[-1].split("#")[0].split(), cwd=dest)
+    assert mine in job.read_text() and "<<<<<<<" not in job.read_text()
+    assert "# TEMPLATE LATER" in (dest / "src" / "nightly_sync" / "ops" / "status.py").read_text()
+
+
+def test_a_template_with_uncommitted_changes_is_recorded_as_a_folder(template_repo: Path, tmp_path: Path,
+                                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    from advisor.scaffold import generation
+
+    (template_repo / "templates" / "project" / "README.md.jinja").write_text("changed, not committed\n")
+    monkeypatch.setattr(generation, "templates_dir", lambda: template_repo / "templates")
+    made = generation.generate("checkpoint", tmp_path / "nightly-sync", {"project_name": "Nightly Sync"})
+    assert made.release is not None and not made.release.updatable and "uncommitted" in made.release.why_not
+    answers = yaml.safe_load((tmp_path / "nightly-sync" / ".copier-answers.yml").read_text())
+    assert "_commit" not in answers and answers["_src_path"] == str(template_repo / "templates")
+    assert any("copier recopy" in line for line in generation.update_commands(made))
+
+
+def test_make_release_tags_the_version_and_refreshes_the_update_fixture(tmp_path: Path) -> None:
+    """The release routine, in a scratch repository holding what it reads: a committed tree gets
+    its version tagged and that tag's template as the next update test's fixture; a second
+    release of the same version, or a dirty tree, is refused with exit 2."""
+    repo = tmp_path / "advisor"
+    repo.mkdir()
+    copy_this_template(repo)
+    for name in ("Makefile", "pyproject.toml"):
+        shutil.copy(ROOT / name, repo / name)
+    (repo / "tests" / "fixtures").mkdir(parents=True)
+    sh("git", "init", "-q", "-b", "main", cwd=repo)
+    commit_all(repo, "a release candidate")
+    version = next(line.split('"')[1] for line in (repo / "pyproject.toml").read_text().splitlines()
+                   if line.startswith("version = "))
+    out = sh("make", "-s", "release", cwd=repo)
+    assert f"tagged v{version}" in out
+    assert sh("git", "tag", cwd=repo).split() == [f"v{version}"]
+    with tarfile.open(repo / "tests" / "fixtures" / "template-previous.tar.gz") as archive:
+        names = archive.getnames()
+    assert "copier.yml" in names and "templates/copier.yml" in names
+    assert sh("git", "status", "--porcelain", cwd=repo).strip() == ""  # the fixture is committed
+    again = subprocess.run(["make", "-s", "release"], cwd=repo, capture_output=True, text=True,
+                           env={**os.environ, **GIT_ENV})
+    assert again.returncode == 2 and "tagged already" in again.stderr
+    (repo / "copier.yml").write_text((repo / "copier.yml").read_text() + "\n# uncommitted\n")
+    dirty = subprocess.run(["make", "-s", "release"], cwd=repo, capture_output=True, text=True,
+                           env={**os.environ, **GIT_ENV})
+    assert dirty.returncode == 2 and "commit or stash" in dirty.stderr

@@ -14,7 +14,7 @@ def cmd_generate(args: argparse.Namespace) -> int:
     import yaml
 
     from advisor.model.template_questions import validate_answers as validate_template_answers
-    from advisor.scaffold.generation import generate, next_commands
+    from advisor.scaffold.generation import generate, next_commands, update_commands
     from advisor.scaffold.project import recorded_answer
 
     data: dict[str, object] = {}
@@ -59,6 +59,9 @@ def cmd_generate(args: argparse.Namespace) -> int:
     print("next:")
     queue = recorded_answer(generated.dest, "input_source") or "cli"  # asked only where a message is work
     for line in next_commands(generated.package, args.dest, args.strategy, queue):
+        print(f"  {line}")
+    print("template updates (in the project):")
+    for line in update_commands(generated):
         print(f"  {line}")
     return 0
 

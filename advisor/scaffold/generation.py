@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import shlex
 import shutil
+import sys
 import tempfile
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -20,6 +21,7 @@ import yaml
 from advisor.errors import DrillError, ScaffoldError
 from advisor.model.template_questions import validate_answers
 from advisor.paths import templates_dir
+from advisor.scaffold.template_release import Release, record_release, template_release
 from advisor.scaffold.drill import drill_size
 from advisor.scaffold.project import package_of
 
@@ -34,6 +36,8 @@ class Generated:
     removed: tuple[str, ...] = ()
     #: Files in ``dest`` that are not the template's (``data/``, ``.venv/``, the user's own), left alone.
     kept: tuple[str, ...] = ()
+    #: The template version recorded for `copier update` (None: the folder, `copier recopy` only).
+    release: Release | None = None
 
 
 def _is_empty_dir(path: Path) -> bool:
@@ -76,8 +80,10 @@ def generate(
             _remove_contents(dest, remove_dir=not existed)
         message = " ".join(str(exc).split()) or type(exc).__name__
         raise ScaffoldError(f"cannot generate {strategy} project in {dest}: {message}") from None
+    release = template_release(templates_dir())
+    record_release(dest, release)
     files = tuple(sorted(p.relative_to(dest).as_posix() for p in dest.rglob("*") if p.is_file()))
-    return Generated(dest=dest, package=package_of(dest), files=files, removed=removed, kept=kept)
+    return Generated(dest=dest, package=package_of(dest), files=files, removed=removed, kept=kept, release=release)
 
 
 def _previous_files(dest: Path) -> set[str] | None:
@@ -181,3 +187,18 @@ def next_commands(package: str, shown_dest: str, strategy: str | None = None, in
         "make deploy-check          # deploy/: Kubernetes, systemd, Dockerfile, alert rules (checked) to commit",
         *(["make broker-stop           # stops the local RabbitMQ node and its epmd"] if queue else []),
     ]
+
+
+def update_commands(generated: Generated) -> list[str]:
+    """How the project takes later template changes: shell lines run in the project, in a fresh
+    shell (Copier by the advisor's own interpreter, which has it), each saying what it does."""
+    copier = f"{shlex.quote(sys.executable)} -m copier"
+    release = generated.release
+    if release is None or not release.updatable:
+        why = release.why_not if release else "no template version was recorded"
+        return [f"# the template was read as a folder ({why}); later, re-render from the recorded answers:",
+                f"{copier} recopy --defaults --overwrite   # template files rewritten, your edits to them not merged"]
+    return [f"# the project records the advisor's template at {release.commit}; to take later template changes:",
+            "git init -q && git add -A && git commit -qm Generated   # once: copier update merges through git",
+            f"{copier} update --defaults --vcs-ref HEAD   # the advisor checkout's template now, your edits kept"]
+

@@ -109,19 +109,24 @@ class Nemesis:
         return {**outcome, "slot": slot}  # the runner restarts the slot
 
     # ------------------------------------------------------------------- service
-    def _service(self, event: dict[str, Any], done: int, **counts: int) -> dict[str, Any]:
+    def _service(self, event: dict[str, Any], done: int, **counts: int) -> dict[str, Any] | None:
+        """A burst of refused or timed-out calls, once the last burst is over: stacked bursts
+        would be one outage longer than any the schedule means (and than a correct project's
+        retries of one call ride out)."""
         service = ExternalService(self.ctx.data_dir)
         try:
+            if not service.faults_settled():
+                return None  # the last burst is still being taken: later
             service.schedule_faults(**counts)
         finally:
             service.close()
         self.history.add("fault", event=event["n"], kind=event["kind"], calls=event["calls"], done=done)
         return {"calls": event["calls"]}
 
-    def _service_fail(self, event: dict[str, Any], done: int) -> dict[str, Any]:
+    def _service_fail(self, event: dict[str, Any], done: int) -> dict[str, Any] | None:
         return self._service(event, done, fail=event["calls"])
 
-    def _service_timeout(self, event: dict[str, Any], done: int) -> dict[str, Any]:
+    def _service_timeout(self, event: dict[str, Any], done: int) -> dict[str, Any] | None:
         return self._service(event, done, timeout=event["calls"])
 
     # --------------------------------------------------------------- resubmitting

@@ -289,7 +289,8 @@ class Tally:
             where = event.get("window") or (f"point {event['point']}" if "point" in event else "unaimed")
             self.kills_by_window[where] = self.kills_by_window.get(where, 0) + 1
         if "exit_code" in outcome:
-            self.graceful.append({k: outcome[k] for k in ("exit_code", "exit_s", "within_grace")} | {"kind": kind})
+            self.graceful.append({k: outcome[k] for k in ("exit_code", "exit_s", "within_grace", "finished_first")
+                                  if k in outcome} | {"kind": kind})
         if kind in KILLS or "window" in event or "point" in event:
             signal_name = "SIGTERM" if kind in ("sigterm", "other-host") else "SIGKILL"
             emit({"event": "kill", "n": event["n"], "kind": kind, "signal": signal_name, "done": done, "t": t(),

@@ -254,6 +254,8 @@ def check_run(report: dict[str, Any], *, promise: int, redone_example: str | Non
     for code in report["worker_failures"]:
         found.append(failure("worker_failures", f"a worker exited with code {code} (see {log_path})"))
     for n, g in enumerate(report["graceful_exits"], 1):
+        if g.get("finished_first"):  # its run had returned 0 before the signal: nothing left to stop
+            continue
         if g["exit_code"] != 0 or not g["within_grace"]:
             found.append(failure("graceful_exit", f"after {report['signal']} #{n} the worker exited with code "
                                                   f"{g['exit_code']} after {g['exit_s']} s (grace period: exit 0 "

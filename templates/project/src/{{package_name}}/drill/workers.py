@@ -9,6 +9,7 @@ Everything is written to the history (history.py).
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
@@ -149,7 +150,7 @@ class Pool:
             return {"landed": 0}
         proc = self.procs[slot]
         assert proc is not None
-        sent = time.monotonic()
+        sent, sent_at = time.monotonic(), time.time()
         proc.send_signal(signal.SIGTERM)
         try:
             code = proc.wait(timeout=grace_s + 5)
@@ -158,9 +159,22 @@ class Pool:
             code = proc.wait()
         seconds = round(time.monotonic() - sent, 3)
         self.reaped[slot] = True
+        finished = code == -signal.SIGTERM and self.finished_before(proc.pid, sent_at)
         self.history.add("exit", slot=slot, pid=proc.pid, code=code, by="drill", event=event["n"],
-                         signal="SIGTERM", exit_s=seconds, done=done)
-        return {"exit_code": code, "exit_s": seconds, "within_grace": seconds <= grace_s, "landed": 1}
+                         signal="SIGTERM", exit_s=seconds, done=done, **({"finished_first": True} if finished else {}))
+        return {"exit_code": code, "exit_s": seconds, "within_grace": seconds <= grace_s, "landed": 1,
+                **({"finished_first": True} if finished else {})}
+
+    def finished_before(self, pid: int, sent_at: float) -> bool:
+        """Had this worker's run already returned 0 by itself when the SIGTERM was sent? Then the
+        signal met the interpreter on its way out (Python puts the default handlers back as it
+        exits) and the worker's exit code says nothing about its handler: its own account, written
+        when its run ended (drill/witness.py), says it finished."""
+        try:
+            ended = json.loads((self.probe_dir / f"{pid}.json").read_text(encoding="utf-8")).get("ended")
+        except (OSError, ValueError):
+            return False
+        return bool(ended and ended.get("code") == 0 and not ended.get("signal") and ended.get("at", sent_at) <= sent_at)
 
     def stop_all(self) -> None:
         for p in self.procs:

@@ -122,6 +122,7 @@ INSERT INTO config (name, value) VALUES (?, ?)
 ON CONFLICT (name) DO UPDATE SET value = CAST(CAST(config.value AS INTEGER) + CAST(excluded.value AS INTEGER) AS TEXT)"""
 SELECT_SCHEDULED = "SELECT name, value FROM config WHERE name IN ('fail_next', 'timeout_next') AND value != '0'"
 TAKE_SCHEDULED = "UPDATE config SET value = CAST(CAST(value AS INTEGER) - 1 AS TEXT) WHERE name = ?"
+SELECT_LAST_APPLY = "SELECT outcome FROM calls WHERE kind = 'apply' ORDER BY rowid DESC LIMIT 1"
 
 
 class ExternalService:
@@ -156,6 +157,14 @@ class ExternalService:
         """Fail this fraction of apply calls transiently, in every process using this data dir."""
         self.conn.execute(SET_FAILURE_RATE, (str(rate),))
         self.failure_rate = rate
+
+    def faults_settled(self) -> bool:
+        """No scheduled fault left to take, and the latest apply got through: a new burst of
+        faults now cannot stack onto the last one (one call never meets more than one burst)."""
+        if self.conn.execute(SELECT_SCHEDULED).fetchone() is not None:
+            return False
+        last = self.conn.execute(SELECT_LAST_APPLY).fetchone()
+        return last is None or last[0] in ("applied", "duplicate")
 
     def schedule_faults(self, *, fail: int = 0, timeout: int = 0) -> None:
         """The drill's nemesis: refuse the next ``fail`` calls; apply the ``timeout`` after

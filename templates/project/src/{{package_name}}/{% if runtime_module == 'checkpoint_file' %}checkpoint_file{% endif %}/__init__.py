@@ -169,19 +169,32 @@ def _work(ctx: Context, shutdown: Shutdown, limit: int | None, payload: dict[str
         state.update(prepared=[offset, end], written_at=time.time())
         save_checkpoint(ctx.data_dir, state)            # 1. prepared, before any call
         started, outputs = time.monotonic(), []
+        unavailable: TransientError | None = None
         for seq in range(offset, end):                  # 2. the work
             effect = _effect(calls, records[seq], recovering=seq in suspect)
-            outputs.append(job.process_record(records[seq], effect, work_ms=work_ms))
+            try:
+                outputs.append(job.process_record(records[seq], effect, work_ms=work_ms))
+            except TransientError as exc:  # the service kept failing through the call's retries
+                unavailable = exc
+                break
             faults.window("after_effect_before_checkpoint")
             if shutdown.requested or time.monotonic() - started >= settings.checkpoint_interval_s:
                 break                                   # safe point / time trigger
         offset += len(outputs)                          # 3. results + offset: one atomic write
-        state.update(offset=offset, prepared=None, written_at=time.time(),
+        # Cut short by the service: the rest of the range stays prepared (a call that timed out
+        # may have got through), so whoever sends it next treats it as maybe made.
+        state.update(offset=offset, prepared=[offset, end] if unavailable is not None else None,
+                     written_at=time.time(),
                      job_state=functools.reduce(job.fold, outputs, state["job_state"]))  # job.py's fold
         save_checkpoint(ctx.data_dir, state)
         faults.window("after_checkpoint_before_next_batch")
         metrics.records_done(len(outputs))  # runtime/metrics.py
         processed += len(outputs)
+        if unavailable is not None:
+            # What was done is checkpointed above; pause and go on from there instead of crashing.
+            log(f"external service unavailable ({unavailable}); checkpoint at offset {offset}, trying again")
+            suspect |= set(range(offset, end))
+            time.sleep(0.5)
     if shutdown.requested:
         log(f"{shutdown.signal_name}: final checkpoint written at offset {offset}, exiting 0")
     return 0
