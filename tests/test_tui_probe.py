@@ -64,7 +64,7 @@ def test_probe_my_job_from_the_findings_shows_kills_and_verdict_and_the_export_c
 
     async def walk() -> None:
         app = make_app(catalog, BATCH, workdir=tmp_path)
-        async with app.run_test(size=(100, 40)) as pilot:
+        async with app.run_test(size=(140, 45)) as pilot:
             await pilot.press("v")
             await pilot.press("right")  # the review asks what was seen first: nothing, on to the strategy
             await pilot.press(str(list(catalog.strategy_ids).index("checkpoint") + 1))
@@ -74,8 +74,9 @@ def test_probe_my_job_from_the_findings_shows_kills_and_verdict_and_the_export_c
             await pilot.press("p")
             assert isinstance(app.screen, ProbeScreen)
             assert app.screen.query_one("#probe-cwd", Input).value == str(tmp_path)  # the TUI's workdir
+            (tmp_path / "out.txt").write_text("left over from an earlier try\n")
             fill(app, run=f"{py} job.py", verify=f"{py} check.py", progress="cat out.txt 2>/dev/null | wc -l",
-                 kills="2", min="0.15", max="0.3")
+                 kills="2", min="0.15", max="0.3", reset="rm -f out.txt")  # the reset field: from the beginning
             await pilot.press("ctrl+r")
             screen = app.screen
             assert isinstance(screen, ProbeScreen)
@@ -87,6 +88,10 @@ def test_probe_my_job_from_the_findings_shows_kills_and_verdict_and_the_export_c
             log = shown(app, "#probe-lines")
             assert "✕ kill 1" in log and "verify passed" in log
             assert report["verdict"] in shown(app, "#probe-verdict")
+            # The verdict is on screen when it arrives (scrolled to), not below the form at 140×45.
+            box = app.screen.query_one("#probe-verdict")
+            assert 0 <= app.screen.find_widget(box).region.y < 45
+            assert not any("in ? s" in line.plain for line in screen.lines)  # a SIGKILL has no stop time
             assert app.session.probe_report is report
             await pilot.press("escape")  # back to the findings: the plan now leads with the evidence
             assert isinstance(app.screen, FindingsScreen)

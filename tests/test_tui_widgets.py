@@ -72,6 +72,9 @@ def test_package_of_matches_the_template_default(name: str, package: str) -> Non
     ("event", "expected"),
     [
         ({"event": "kill", "n": 2, "signal": "SIGKILL", "done": 120, "t": 1.5}, "✕ kill 2 SIGKILL after 120 records"),
+        # The probe's SIGKILL carries the exit code (-9) and no stop time: no "exited -9 in ? s".
+        ({"event": "kill", "n": 3, "signal": "SIGKILL", "done": 40, "t": 2.5, "exit_code": -9},
+         "✕ kill 3 SIGKILL after 40 records"),
         ({"event": "kill", "n": 1, "signal": "SIGTERM", "done": 7, "t": 0.5, "exit_code": 0, "exit_s": 0.123,
           "within_grace": True}, "✕ kill 1 SIGTERM after 7 records, exited 0 in 0.12 s"),  # a graceful stop
         ({"event": "restart", "n": 2, "t": 1.6}, "↻ restart 2"),

@@ -34,6 +34,7 @@ FIELDS: tuple[tuple[str, str, str], ...] = (
     ("probe-kills", "Kills", ""),
     ("probe-min", "Min seconds", "earliest kill after each start"),
     ("probe-max", "Max seconds", "latest kill after each start"),
+    ("probe-reset", "Reset command", "run before the probe: each probe starts from the beginning (optional)"),
 )
 
 
@@ -122,6 +123,7 @@ class ProbeScreen(Screen[None]):
             run=self.value("probe-run"),
             verify=self.value("probe-verify").strip() or None,
             progress=self.value("probe-progress").strip() or None,
+            reset=self.value("probe-reset").strip() or None,
             cwd=cwd,
             kills=number("probe-kills", "Kills", int),
             min_s=number("probe-min", "Min seconds", float),
@@ -228,9 +230,12 @@ class ProbeScreen(Screen[None]):
             Text("Done: the decision record now carries this probe as evidence (escape, then e to export it).",
                  style="bold"))
         box = self.query_one("#probe-verdict", Static)
-        box.update(Text(summary(report), style="green" if ok else "red"))
+        # The verdict first (the summary ends with it too): it is what the user waited for.
+        box.update(Text.assemble((str(report.get("verdict", "")) + "\n\n", "bold"), summary(report),
+                                 style="green" if ok else "red"))
         box.set_class(ok, "ok")
         box.set_class(not ok, "failed")
+        box.scroll_visible(top=True, animate=False)
 
     def action_back(self) -> None:
         self.workers.cancel_group(self, "probe")

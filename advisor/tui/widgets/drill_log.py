@@ -18,7 +18,7 @@ def event_line(event: Mapping[str, Any]) -> Text | None:
     if kind == "kill":
         sig = event.get("signal", "SIGKILL") + (", successor on another host" if event.get("kind") == "other-host" else "")
         line = Text.assemble((f"{at}✕ kill {event.get('n')} ", "bold red"), f"{sig} after {event.get('done', '?')} records")
-        if "exit_code" in event:  # SIGTERM: how the worker stopped
+        if "exit_code" in event and event.get("exit_s") is not None:  # SIGTERM: how the worker stopped
             clean = event.get("exit_code") == 0 and event.get("within_grace", True)
             line.append(f", exited {event['exit_code']} in {_num(event.get('exit_s'), 2)} s",
                         style="green" if clean else "bold red")
