@@ -141,6 +141,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--timeout", type=float, default=600.0, metavar="S",
                    help="bound on the drill and on each command (default 600)")
     p.add_argument("--baseline", action="store_true", help="time one uninterrupted run first (needs --reset)")
+    p.add_argument("--power-loss", action="store_true",
+                   help="every kill is a power cut too: --data on LazyFS, what the job did not fsync is dropped")
+    p.add_argument("--data", metavar="DIR", help="with --power-loss: the job's data directory (in --cwd); the probe"
+                   " works on a copy of it and leaves it as it was")
     p.add_argument("--sample-s", type=float, default=0.2, metavar="S", help="progress sampling interval (default 0.2)")
     p.add_argument("--json", action="store_true", help="print the JSON report")
     p.add_argument("--events", action="store_true", help="print JSON events, one per line, the report last")

@@ -22,6 +22,7 @@ def cmd_probe(args: argparse.Namespace) -> int:
         run=args.run, verify=args.verify, progress=args.progress, reset=args.reset, cwd=Path(args.cwd),
         kills=args.kills, sigterm=args.sigterm, grace_s=args.grace, min_s=args.min_s, max_s=args.max_s,
         seed=args.seed, timeout_s=args.timeout, baseline=args.baseline, sample_s=args.sample_s,
+        power_loss=args.power_loss, data=args.data,
     )
     options.check()
     out = Path(args.out) if args.out else None

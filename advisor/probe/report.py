@@ -96,7 +96,7 @@ def build_report(options: Mapping[str, Any], *, date: str, baseline: dict[str, A
         "format": FORMAT,
         "date": date,
         "options": dict(options),
-        "signal": "SIGTERM" if options.get("sigterm") else "SIGKILL",
+        "signal": "SIGTERM" if options.get("sigterm") else "SIGKILL + power cut" if options.get("power_loss") else "SIGKILL",
         "kills_requested": options.get("kills"),
         "kills": len(kills),
         "restarts": max(0, len(runs) - 1),
@@ -226,6 +226,9 @@ def judge(r: Mapping[str, Any]) -> tuple[bool, str, list[str]]:
                 f" {(last.get('tail') or ['no output'])[-1]!r})")
     elif verify is None:
         head = f"UNVERIFIED: the job finished after {kills} kill(s), but no --verify command checked its data"
+    elif not verify["passed"] and opts.get("power_loss"):
+        head = (f"LOSES DATA ON POWER LOSS: verify failed after {kills} power cut(s) in {opts.get('data')}"
+                f" (exit {verify['exit_code']}: {_last(verify)}): the job counted on writes it never fsynced")
     elif not verify["passed"]:
         head = (f"LOSES OR DOUBLES DATA: verify failed after {kills} kill(s)"
                 f" (exit {verify['exit_code']}: {_last(verify)})")
@@ -237,7 +240,8 @@ def judge(r: Mapping[str, Any]) -> tuple[bool, str, list[str]]:
     elif from_zero:
         head = f"RESTARTS FROM ZERO: verify passed after {kills} kill(s), but each kill redid ~all progress; {cost}"
     else:
-        head = f"SURVIVED {kills} RANDOM KILL(S): verify passed after them; {cost}"
+        what = "POWER CUT(S)" if opts.get("power_loss") else "KILL(S)"
+        head = f"SURVIVED {kills} RANDOM {what}: verify passed after them; {cost}"
         if rec["p50"] is not None:
             head += f", recovery p50 {_seconds(rec['p50'])}"
         c = r.get("coverage")

@@ -48,6 +48,10 @@ class ProbeOptions:
     progress: str | None = None
     reset: str | None = None
     cwd: Path = Path(".")
+    #: --power-loss: the job's data directory (relative to ``cwd``) goes on LazyFS and every kill
+    #: is a power cut too (power_cut.py)
+    power_loss: bool = False
+    data: str | None = None
     kills: int = 5
     sigterm: bool = False
     grace_s: float = 10.0
@@ -76,6 +80,22 @@ class ProbeOptions:
                              "uninterrupted run, and the probe never deletes your data itself.")
         if not Path(self.cwd).is_dir():
             raise ProbeError(f"--cwd {self.cwd}: no such folder.")
+        if self.data is not None and not self.power_loss:
+            raise ProbeError("--data names the directory a power cut hits: give it with --power-loss.")
+        if self.power_loss:
+            if not self.data:
+                raise ProbeError("--power-loss needs --data DIR: the directory where the job keeps its state.")
+            if self.sigterm:
+                raise ProbeError("--power-loss cuts the power: no SIGTERM first; drop --sigterm.")
+            data = self.data_dir()
+            if not data.is_dir():
+                raise ProbeError(f"--data {self.data}: no such folder in {Path(self.cwd).resolve()} (create it, or"
+                                 " let --reset create it: the probe mounts over it, it never removes it).")
+            if data.resolve() == Path(self.cwd).resolve() or data.resolve() in Path(self.cwd).resolve().parents:
+                raise ProbeError(f"--data {self.data}: give the job's data directory, inside --cwd, not --cwd itself.")
+
+    def data_dir(self) -> Path:
+        return Path(self.cwd) / (self.data or ".")
 
     def as_json(self) -> dict[str, Any]:
         data = asdict(self)
@@ -111,6 +131,7 @@ class _Probe:
         self.wall_s = 0.0
         self.last: float | None = None   # the latest progress reading
         self.pending: dict[str, Any] | None = None  # the last kill, until new progress shows its recovery
+        self.power: Any = None  # --power-loss: the LazyFS mount whose cache a kill drops (power_cut.py)
 
     def t(self) -> float:
         return round(time.monotonic() - self.t0, 3)
@@ -241,6 +262,8 @@ class _Probe:
         kill: dict[str, Any] = {"n": len(self.kills) + 1, "signal": "SIGTERM" if self.o.sigterm else "SIGKILL",
                                 "after_s": self.since(group)}
         kill.update(self.stop(group))
+        if self.power is not None:  # the whole group is dead: drop what it never fsynced
+            kill["power_cut_s"] = round(self.power.clear_cache(), 3)
         run.update(ended="killed", exit_code=kill["exit_code"], seconds=kill["after_s"])
         before, after = self.last, self.sample()  # the job is down: `after` is what survived the kill
         mark = after if after is not None else before
@@ -309,14 +332,27 @@ def probe_events(o: ProbeOptions) -> Events:
                 yield {"event": "report", **report}
                 return
         yield from p.reset()
-        yield from p.drill()
-        verify = p.verify() if p.outcome == "finished" else None
+        with _power_loss(o, Path(tmp)) as p.power:  # --reset ran on the directory itself, before the mount
+            yield from p.drill()
+            verify = p.verify() if p.outcome == "finished" else None  # it reads what survived the cuts
         if verify is not None:
             yield {"event": "verify", "t": p.t(), **verify}
         report = build_report(o.as_json(), date=date, baseline=baseline, runs=p.runs, kills=p.kills,
                               outcome=p.outcome, wall_s=p.wall_s, verify=verify, progress=p.last,
                               progress_errors=p.progress_errors)
         yield {"event": "report", **report}
+
+
+@contextmanager
+def _power_loss(o: ProbeOptions, tmp: Path) -> Iterator[Any]:
+    """The LazyFS mount over --data with --power-loss, else nothing (None)."""
+    if not o.power_loss:
+        yield None
+        return
+    from advisor.probe.power_cut import power_loss_mount
+
+    with power_loss_mount(o.data_dir().resolve(), tmp) as fs:
+        yield fs
 
 
 def run_probe(o: ProbeOptions, emit: Callable[[dict[str, Any]], None] | None = None) -> dict[str, Any]:
