@@ -31,11 +31,13 @@ functions and are not fsynced: a process kill does not lose the page cache.
 from __future__ import annotations
 
 import atexit
+import contextlib
 import json
 import os
 import sqlite3
 import stat
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -48,6 +50,8 @@ from ..settings import ENV_PREFIX
 
 #: Set by the drill for its workers: the directory the probe reports into.
 PROBE_ENV = ENV_PREFIX + "DRILL_PROBE"
+#: Suffix of the marker a worker keeps in the probe's directory while a COMMIT runs.
+IN_COMMIT = ".committing"
 
 DURABLE_SYNCHRONOUS = ("FULL", "EXTRA")
 #: SQLite's journal_mode is read at a connection's first commit and then every this many.
@@ -80,6 +84,9 @@ class Probe:
 
     def __init__(self, report_dir: Path, state_db_name: str) -> None:
         self.path = report_dir / f"{os.getpid()}.json"
+        #: There while a state-store COMMIT runs: a worker killed with it there may have died between
+        #: writing its commit and syncing it, before the commit returned (power_loss.py reads it).
+        self.in_commit = report_dir / f"{os.getpid()}{IN_COMMIT}"
         self.state_db_name = state_db_name
         self.started_ns = time.time_ns()
         self.connections: list[dict[str, str]] = []  # distinct settings seen on state-store commits
@@ -159,15 +166,27 @@ class Probe:
                                   "journal_mode": self.journal_mode})
 
             def execute(self, sql: str, *params: Any) -> Any:  # type: ignore[override]
-                if sql[:6].upper() == "COMMIT":  # store.py commits with an explicit COMMIT
-                    self._committing()
-                return super().execute(sql, *params)
+                if sql[:6].upper() != "COMMIT":
+                    return super().execute(sql, *params)
+                self._committing()  # store.py commits with an explicit COMMIT
+                with probe.committing_now():
+                    return super().execute(sql, *params)
 
             def commit(self) -> None:  # the eventsourcing library commits with commit()
                 self._committing()
-                super().commit()
+                with probe.committing_now():
+                    super().commit()
 
         return self.real["connect"](database, *args, factory=Observed, **kwargs)
+
+    @contextlib.contextmanager
+    def committing_now(self) -> Iterator[None]:
+        """The marker file while the COMMIT runs (two metadata operations on the drill's own disk)."""
+        os.close(os.open(self.in_commit, os.O_CREAT | os.O_WRONLY, 0o644))
+        try:
+            yield
+        finally:
+            os.unlink(self.in_commit)
 
     def saw_sqlite(self, settings: dict[str, str]) -> None:
         if settings not in self.connections:

@@ -42,6 +42,8 @@ from .. import settings as settings_module
 from ..runtime.errors import JobError
 from ..runtime.strategy import Context
 from . import lazyfs, store_snapshot, verdict
+from .durability import IN_COMMIT
+from .judge import PROBE_DIR
 from .report_data import percentile
 from .runner import fresh_data_dir
 from .segments import CrashPointRun
@@ -103,6 +105,7 @@ class PowerLossRun(CrashPointRun):
         self.cuts: list[dict[str, Any]] = []
         self.kill_after: int | None = None  # a random cut: the effects after the worker's start
         self.latency: dict[str, Any] = {}
+        self.in_commit: Path | None = None  # the last worker's marker while a COMMIT runs (durability.py)
 
     def run(self) -> dict[str, Any]:
         if self.data_dir_arg is not None and self.data_dir_arg.exists():
@@ -127,7 +130,9 @@ class PowerLossRun(CrashPointRun):
     def _spawn(self, data_dir: Path, log: Any, target: Target | None) -> subprocess.Popen[bytes]:
         random = target is not None and target.phase == "random"
         self.kill_after = target.n if target is not None and random else None
-        return super()._spawn(data_dir, log, None if random else target)  # the drill kills it, unarmed
+        proc = super()._spawn(data_dir, log, None if random else target)  # the drill kills it, unarmed
+        self.in_commit = data_dir / PROBE_DIR / f"{proc.pid}{IN_COMMIT}"
+        return proc
 
     def watch(self, proc: subprocess.Popen[bytes], applied: int, at_start: int) -> None:
         if self.kill_after is not None and applied >= at_start + self.kill_after and proc.poll() is None:
@@ -148,10 +153,14 @@ class PowerLossRun(CrashPointRun):
         gone = store_snapshot.lost(before, store_snapshot.take(self.work_dir))
         corrupt = store_snapshot.integrity(self.work_dir)
         ended = "after the run ended" if code == 0 else f"after the worker failed (exit {code})"
+        # Killed inside a COMMIT: what it wrote can be in the store's files, readable, and not yet
+        # synced; the commit never returned, so the cut may take it back. Not a committed loss.
+        in_commit = bool(gone) and self.in_commit is not None and self.in_commit.exists()
         cut = {"n": len(self.cuts) + 1, "point": (target.landed if target else "") or ended,
                "phase": target.phase if target and target.landed else "end",
                "clear_cache_ms": round(seconds * 1000, 1),
-               "lost": gone, "corrupt": corrupt}
+               "lost": [] if in_commit else gone, "corrupt": corrupt,
+               **({"in_commit": True, "not_returned": gone} if in_commit else {})}
         self.cuts.append(cut)
         self.emit({"event": "power_cut", **cut, "t": self.t()})
 
