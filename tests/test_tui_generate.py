@@ -68,6 +68,25 @@ def test_generate_writes_the_project_and_shows_tree_and_next_commands(catalog: C
     assert (project / "src" / "nightly_sync").is_dir()
 
 
+def test_a_preview_that_arrives_after_the_screen_is_gone_is_dropped(catalog: Catalog, tmp_path: Path) -> None:
+    """The first preview renders the template in a thread and can take seconds: a user who leaves
+    the screen first (or an app closing) must not get a crash from it (it once failed the suite)."""
+    from rich.text import Text
+
+    async def walk() -> None:
+        app = make_app(catalog, BATCH, workdir=tmp_path)
+        async with app.run_test(size=(80, 24)) as pilot:
+            await open_generate(pilot)
+            screen = app.screen
+            assert isinstance(screen, GenerateScreen)
+            await pilot.press("escape")
+            await pilot.pause()
+            assert not isinstance(app.screen, GenerateScreen)
+            screen.show_preview(Text("Files it will write (1):\nREADME.md"))  # late: nothing to show it in
+
+    asyncio.run(walk())
+
+
 def test_the_store_choice_reaches_the_template_and_a_typed_destination_stays(
     catalog: Catalog, tmp_path: Path
 ) -> None:

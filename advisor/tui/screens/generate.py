@@ -141,7 +141,14 @@ class GenerateScreen(Screen[None]):
         # A newer preview replaced this one while it rendered (the first render imports Copier and
         # is slow): its answers are stale, and it must not overwrite the newer text.
         if not get_current_worker().is_cancelled:
-            self.app.call_from_thread(self.query_one("#gen-preview", Static).update, text)
+            self.app.call_from_thread(self.show_preview, text)
+
+    def show_preview(self, text: Text) -> None:
+        """On the UI thread: the screen may be gone by the time a slow preview is ready (left, or the
+        app closing); then there is nothing to show it in."""
+        found = self.query("#gen-preview")
+        if found:
+            found.first(Static).update(text)
 
     def on_button_pressed(self, event: Button.Pressed) -> None:
         if event.button.id == "generate-btn":
