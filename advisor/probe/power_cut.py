@@ -30,18 +30,18 @@ from advisor.paths import templates_dir
 MODULE = "advisor_lazyfs_mount_manager"
 
 
-def _module_path() -> Path:
+def module_path() -> Path:
     return templates_dir() / "project" / "src" / "{{package_name}}" / "drill" / "lazyfs.py"
 
 
-def _checkout_binary() -> Path:
+def checkout_binary() -> Path:
     """Where `make lazyfs` puts the binary in a checkout when it cannot install it system-wide."""
     return templates_dir().parent / ".lazyfs" / "bin" / "lazyfs"
 
 
 def lazyfs() -> ModuleType:
     if MODULE not in sys.modules:
-        spec = importlib.util.spec_from_file_location(MODULE, _module_path())
+        spec = importlib.util.spec_from_file_location(MODULE, module_path())
         assert spec is not None and spec.loader is not None
         module = importlib.util.module_from_spec(spec)
         sys.modules[MODULE] = module
@@ -51,7 +51,7 @@ def lazyfs() -> ModuleType:
 
 def unavailable_reason() -> str | None:
     """Why LazyFS cannot be mounted here (what is missing and how to get it), or None."""
-    reason: str | None = lazyfs().unavailable_reason([_checkout_binary()])
+    reason: str | None = lazyfs().unavailable_reason([checkout_binary()])
     return reason
 
 
@@ -69,7 +69,7 @@ def power_loss_mount(data: Path, tmp: Path) -> Iterator[Any]:
     except OSError as exc:
         raise ProbeError(f"--data {data}: cannot copy it for the power-loss drill ({exc}).") from None
     try:
-        with module.lazyfs_mount(backing, data, binary=module.find_binary([_checkout_binary()])) as fs:
+        with module.lazyfs_mount(backing, data, binary=module.find_binary([checkout_binary()])) as fs:
             yield fs
     except module.LazyFSError as exc:
         raise ProbeError(f"--power-loss: {exc}") from None

@@ -332,7 +332,8 @@ def probe_events(o: ProbeOptions) -> Events:
                 yield {"event": "report", **report}
                 return
         yield from p.reset()
-        with _power_loss(o, Path(tmp)) as p.power:  # --reset ran on the directory itself, before the mount
+        with _power_loss(o, Path(tmp)) as mount:  # --reset ran on the directory itself, before the mount
+            p.power = mount
             yield from p.drill()
             verify = p.verify() if p.outcome == "finished" else None  # it reads what survived the cuts
         if verify is not None:

@@ -21,9 +21,9 @@ import yaml
 from advisor.errors import DrillError, ScaffoldError
 from advisor.model.template_questions import validate_answers
 from advisor.paths import templates_dir
-from advisor.scaffold.template_release import Release, record_release, template_release
 from advisor.scaffold.drill import drill_size
-from advisor.scaffold.project import package_of
+from advisor.scaffold.project import ANSWERS_FILE, package_of
+from advisor.scaffold.template_release import Release, record_release, template_release
 
 
 @dataclass(frozen=True)
@@ -90,7 +90,7 @@ def _previous_files(dest: Path) -> set[str] | None:
     """The files the template wrote for the project already in ``dest`` (its recorded answers,
     rendered again); None when ``dest`` holds no generated project or its answers no longer render."""
     try:
-        recorded = yaml.safe_load((dest / ".copier-answers.yml").read_text(encoding="utf-8"))
+        recorded = yaml.safe_load((dest / ANSWERS_FILE).read_text(encoding="utf-8"))
     except (OSError, yaml.YAMLError):
         return None
     if not isinstance(recorded, dict) or not isinstance(recorded.get("strategy"), str):
@@ -201,4 +201,3 @@ def update_commands(generated: Generated) -> list[str]:
     return [f"# the project records the advisor's template at {release.commit}; to take later template changes:",
             "git init -q && git add -A && git commit -qm Generated   # once: copier update merges through git",
             f"{copier} update --defaults --vcs-ref HEAD   # the advisor checkout's template now, your edits kept"]
-

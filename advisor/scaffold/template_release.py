@@ -19,7 +19,8 @@ import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
-ANSWERS_FILE = ".copier-answers.yml"
+from advisor.scaffold.project import ANSWERS_FILE
+
 #: What a release commit of the template is made of, seen from the repository root.
 TEMPLATE_PATHS = ("copier.yml", "templates")
 
