@@ -49,7 +49,9 @@ from ..runtime.store import is_postgresql
 from ..runtime.strategy import Context
 from . import power_loss, shrink
 from . import schedule as schedule_module
+from .power_loss import PowerLossRun
 from .power_loss import summary_lines as power_lines
+from .power_loss_pg import PostgresPowerLossRun
 from .report import summary
 from .runner import Drill
 from .sweep import run_sweep
@@ -259,7 +261,8 @@ def _crash_points(args: argparse.Namespace, ctx: Context) -> dict[str, Any]:
     _stop_on_sigterm()
     emit = _printer() if args.events else (lambda event: None)
     if powered:
-        report = power_loss.run_power_loss(args, ctx, emit)
+        on_server = is_postgresql(ctx.settings.database_url)  # a throwaway server of the drill's own on LazyFS
+        report = power_loss.run_power_loss(args, ctx, emit, run=PostgresPowerLossRun if on_server else PowerLossRun)
     elif args.upgrade_from is not None:
         report = run_upgrade(args, ctx, emit)
     else:

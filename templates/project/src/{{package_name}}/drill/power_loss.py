@@ -23,7 +23,10 @@ committed is gone after a cut) and ``store_corrupt`` (a store that no longer ope
 ``PRAGMA integrity_check``). The report's ``power_loss`` names every cut, the crash points
 covered, and the durable-commit latency measured on the mount beside the plain disk.
 
-Not covered yet: PostgreSQL on LazyFS, the stream project (Spark), a queue input, several workers.
+On PostgreSQL (``DATABASE_URL`` set) the store is a throwaway server of the drill's own on LazyFS,
+with the team server's durability settings (power_loss_pg.py).
+
+Not covered yet: the stream project (Spark), a queue input, several workers.
 """
 
 from __future__ import annotations
@@ -40,6 +43,7 @@ from typing import Any
 
 from .. import settings as settings_module
 from ..runtime.errors import JobError
+from ..runtime.store import is_postgresql
 from ..runtime.strategy import Context
 from . import lazyfs, store_snapshot, verdict
 from .durability import IN_COMMIT
@@ -60,8 +64,8 @@ SAMPLE = 3
 RANDOM_POINT = "random@moment"
 #: Commits timed on the mount and on the plain disk beside it (one row each, WAL, synchronous=FULL).
 TIMED_COMMITS = 30
-#: Where a power-loss drill does not apply yet (issue: PostgreSQL on LazyFS, the stream project).
-NOT_YET = "drill --power-loss covers SQLite and checkpoint files; {what} on LazyFS is not covered yet"
+#: Where a power-loss drill does not apply yet (the stream project, a queue input).
+NOT_YET = "drill --power-loss covers SQLite, checkpoint files and PostgreSQL; {what} on LazyFS is not covered yet"
 
 
 class PowerLossPlan(SweepPlan):
@@ -106,6 +110,7 @@ class PowerLossRun(CrashPointRun):
         self.kill_after: int | None = None  # a random cut: the effects after the worker's start
         self.latency: dict[str, Any] = {}
         self.in_commit: Path | None = None  # the last worker's marker while a COMMIT runs (durability.py)
+        self.cache_size = CACHE_SIZE
 
     def run(self) -> dict[str, Any]:
         if self.data_dir_arg is not None and self.data_dir_arg.exists():
@@ -147,15 +152,12 @@ class PowerLossRun(CrashPointRun):
     # ------------------------------------------------------------ the cut
     def after_worker(self, target: Target | None, code: int) -> None:
         """The worker is dead: read the store, cut the power (clear LazyFS's cache), read it again."""
-        assert self.fs is not None and self.work_dir is not None
-        before = store_snapshot.take(self.work_dir)
-        seconds = self.fs.clear_cache()
-        gone = store_snapshot.lost(before, store_snapshot.take(self.work_dir))
-        corrupt = store_snapshot.integrity(self.work_dir)
+        before = self.read_store()
+        seconds = self.cut_power()
+        gone = store_snapshot.lost(before, self.read_store())
+        corrupt = self.store_problems()
         ended = "after the run ended" if code == 0 else f"after the worker failed (exit {code})"
-        # Killed inside a COMMIT: what it wrote can be in the store's files, readable, and not yet
-        # synced; the commit never returned, so the cut may take it back. Not a committed loss.
-        in_commit = bool(gone) and self.in_commit is not None and self.in_commit.exists()
+        in_commit = bool(gone) and self.killed_in_commit()
         cut = {"n": len(self.cuts) + 1, "point": (target.landed if target else "") or ended,
                "phase": target.phase if target and target.landed else "end",
                "clear_cache_ms": round(seconds * 1000, 1),
@@ -164,11 +166,32 @@ class PowerLossRun(CrashPointRun):
         self.cuts.append(cut)
         self.emit({"event": "power_cut", **cut, "t": self.t()})
 
+    # What a store is, for the cut: files under the mount here; a server in power_loss_pg.py.
+    def read_store(self) -> store_snapshot.Snapshot:
+        """What the store holds now, read without changing it."""
+        assert self.work_dir is not None
+        return store_snapshot.take(self.work_dir)
+
+    def cut_power(self) -> float:
+        """Drop every write not fsynced (the writers are dead); the seconds it took."""
+        assert self.fs is not None
+        return float(self.fs.clear_cache())
+
+    def store_problems(self) -> list[str]:
+        """Each store that no longer opens or fails its integrity check after the cut."""
+        assert self.work_dir is not None
+        return store_snapshot.integrity(self.work_dir)
+
+    def killed_in_commit(self) -> bool:
+        """Killed inside a COMMIT: what it wrote can be in the store's files, readable, and not yet
+        synced; the commit never returned, so the cut may take it back. Not a committed loss."""
+        return self.in_commit is not None and self.in_commit.exists()
+
     def more_failures(self, report: dict[str, Any]) -> list[dict[str, str]]:
         report["power_loss"] = {
             "cuts": len(self.cuts), "cuts_by_point": _count(c["point"] for c in self.cuts),
             "cut_log": self.cuts, "durable_commit_ms": self.latency,
-            "mount": {"backing": str(report["data_dir"]) + "/" + BACKING_DIR, "cache_size": CACHE_SIZE},
+            "mount": {"backing": str(report["data_dir"]) + "/" + BACKING_DIR, "cache_size": self.cache_size},
             "clear_cache_ms_max": max((c["clear_cache_ms"] for c in self.cuts), default=None),
         }
         failures = []
@@ -241,8 +264,13 @@ def _parent(pid: int) -> int:
 
 def check_applicable(ctx: Context, args: argparse.Namespace) -> None:
     """Refuse, with one line each, what the power-loss drill does not cover (exit 2)."""
-    if ctx.settings.database_url.startswith(("postgresql://", "postgres://")):
-        raise JobError(NOT_YET.format(what="PostgreSQL") + " (run it with SQLite: unset DATABASE_URL)")
+    if is_postgresql(ctx.settings.database_url):  # a throwaway server of the drill's own (power_loss_pg.py)
+        from . import pg_power
+
+        reason = pg_power.unavailable_reason()
+        if reason:
+            raise JobError("drill --power-loss runs a throwaway PostgreSQL server of its own on LazyFS (your "
+                           f"server is never touched), which cannot run here: {reason}")
     if getattr(ctx.strategy, "NAME", "") == "stream-checkpoint":
         raise JobError(NOT_YET.format(what="the stream project (Spark's checkpoint location)"))
     if settings_module.INPUT_SOURCE != "cli":  # its pinned drill queue and acks: not drilled on LazyFS yet
@@ -255,11 +283,13 @@ def check_applicable(ctx: Context, args: argparse.Namespace) -> None:
         raise JobError(f"drill --power-loss needs LazyFS, which cannot run here: {reason}{how}")
 
 
-def run_power_loss(args: argparse.Namespace, ctx: Context, emit: Callable[[dict[str, Any]], None]) -> dict[str, Any]:
-    """``drill --power-loss``: the demo records, swept with a power cut at every crash."""
+def run_power_loss(args: argparse.Namespace, ctx: Context, emit: Callable[[dict[str, Any]], None], *,
+                   run: type[PowerLossRun] = PowerLossRun) -> dict[str, Any]:
+    """``drill --power-loss``: the demo records, swept with a power cut at every crash; ``run``: the store's
+    kind of run (power_loss_pg.py's for a project on PostgreSQL)."""
     check_applicable(ctx, args)
     plan = PowerLossPlan(args.sweep_prefix, args.sweep_sample, args.seed, args.random_cuts)
-    return run_sweep(args, ctx, emit, plan=plan, run=PowerLossRun)
+    return run_sweep(args, ctx, emit, plan=plan, run=run)
 
 
 def summary_lines(report: dict[str, Any]) -> list[str]:
@@ -274,6 +304,17 @@ def summary_lines(report: dict[str, Any]) -> list[str]:
     latency = power["durable_commit_ms"]
     lines = [f"power loss: {power['cuts']} power cuts on LazyFS (un-fsynced writes dropped each time); by kind: "
              + ", ".join(f"{kind} {n}" for kind, n in by_kind.items())]
+    server = power.get("postgresql")
+    if server:
+        shown = ", ".join(f"{k}={server['settings'][k]}" for k in ("fsync", "synchronous_commit")
+                          if k in server["settings"])
+        lines.append(f"power loss: a throwaway server ({server['version'] or 'PostgreSQL'}) on LazyFS, restarted "
+                     f"{server['server_starts'] - 1} time(s) after a cut; settings from {server['settings_from']}"
+                     + (f" ({shown})" if shown else ""))
+        if latency:
+            lines.append(f"power loss: PostgreSQL commit p50 {latency['lazyfs']['p50']} ms on LazyFS (LazyFS "
+                         "does not sync its disk: time durability on the real one)")
+        return lines
     if latency:
         lines.append(f"power loss: durable commit (WAL, synchronous=FULL) p50 {latency['lazyfs']['p50']} ms on "
                      f"LazyFS, {latency['plain_disk']['p50']} ms on the plain disk (LazyFS does not sync its disk: "
