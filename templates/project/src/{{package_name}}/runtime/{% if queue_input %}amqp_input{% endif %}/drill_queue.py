@@ -7,6 +7,7 @@ The strategy modules hand these to the drill (strategy.py: ``drill_submit``, ``d
 from __future__ import annotations
 
 import json
+import os
 import time
 import uuid
 from pathlib import Path
@@ -66,10 +67,25 @@ def drill_submit(ctx: Context, records: list[dict[str, Any]], *, work_ms: float 
     finally:
         if connection.is_open:
             connection.close()
-    pinned.write_text(json.dumps({
-        "queue": queue, "expires_s": DRILL_QUEUE_EXPIRES_S, "messages": len(ids) + (earlier or {}).get("messages", 0),
-        "records_per_message": per}), encoding="utf-8")
+    _pin(pinned, {"queue": queue, "expires_s": DRILL_QUEUE_EXPIRES_S,
+                  "messages": len(ids) + (earlier or {}).get("messages", 0), "records_per_message": per})
     return ids
+
+
+def _pin(pinned: Path, doc: dict[str, Any]) -> None:
+    """The pinned queue's file, written whole and synced before it is renamed into place (and the rename
+    synced): every worker finds the drill's queue after a power cut, not an empty file."""
+    tmp = pinned.with_name(pinned.name + ".tmp")
+    with open(tmp, "w", encoding="utf-8") as f:
+        f.write(json.dumps(doc))
+        f.flush()
+        os.fsync(f.fileno())
+    os.replace(tmp, pinned)
+    directory = os.open(pinned.parent, os.O_RDONLY)
+    try:
+        os.fsync(directory)
+    finally:
+        os.close(directory)
 
 
 def drill_republish(ctx: Context, records: list[dict[str, Any]], first: int, count: int,
