@@ -52,11 +52,12 @@ from . import schedule as schedule_module
 from .power_loss import PowerLossRun
 from .power_loss import summary_lines as power_lines
 from .power_loss_pg import PostgresPowerLossRun
+from .power_loss_workers import MachineCutPlan, with_workers
 from .report import summary
 from .runner import Drill
 from .sweep import run_sweep
 from .sweep import summary_lines as sweep_lines
-from .sweep_plan import PREFIX, SAMPLE
+from .sweep_plan import PREFIX, SAMPLE, SweepPlan
 from .upgrade import run_upgrade
 from .upgrade import save as save_upgrade_fixture
 from .upgrade import summary_lines as upgrade_lines
@@ -261,8 +262,14 @@ def _crash_points(args: argparse.Namespace, ctx: Context) -> dict[str, Any]:
     _stop_on_sigterm()
     emit = _printer() if args.events else (lambda event: None)
     if powered:
-        on_server = is_postgresql(ctx.settings.database_url)  # a throwaway server of the drill's own on LazyFS
-        report = power_loss.run_power_loss(args, ctx, emit, run=PostgresPowerLossRun if on_server else PowerLossRun)
+        # PostgreSQL: a throwaway server of the drill's own on LazyFS. Several workers: each cut under all
+        # of them at once, at seeded moments (power_loss_workers.py).
+        run: type[PowerLossRun] = PostgresPowerLossRun if is_postgresql(ctx.settings.database_url) else PowerLossRun
+        plan: SweepPlan | None = None
+        if args.workers > 1:
+            run, plan = with_workers(run, args.workers), MachineCutPlan(max(1, args.random_cuts), args.seed,
+                                                                         args.workers)
+        report = power_loss.run_power_loss(args, ctx, emit, run=run, plan=plan)
     elif args.upgrade_from is not None:
         report = run_upgrade(args, ctx, emit)
     else:

@@ -46,6 +46,8 @@ STORE = "postgresql"  # the snapshot's one "file": the server's tables
 
 
 class PostgresPowerLossRun(PowerLossRun):
+    excuses_in_commit = False  # see the module docstring
+
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.server: pg_power.ThrowawayPostgres | None = None
@@ -108,8 +110,6 @@ class PostgresPowerLossRun(PowerLossRun):
     def store_problems(self) -> list[str]:
         return [self.start_failure] if self.start_failure else []
 
-    def killed_in_commit(self) -> bool:
-        return False  # see the module docstring
 
     def more_failures(self, report: dict[str, Any]) -> list[dict[str, str]]:
         failures = super().more_failures(report)

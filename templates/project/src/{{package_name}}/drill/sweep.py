@@ -62,10 +62,11 @@ def demo_submitter(records: int, work_ms: float) -> Callable[[Context], list[dic
 
 
 def run_sweep(args: argparse.Namespace, ctx: Context, emit: Callable[[dict[str, Any]], None], *,
-              plan: SweepPlan | None = None, run: type[CrashPointRun] = CrashPointRun) -> dict[str, Any]:
+              plan: SweepPlan | None = None, run: type[CrashPointRun] = CrashPointRun,
+              several_workers: bool = False) -> dict[str, Any]:
     """``drill --sweep``: the demo records, swept (see the module docstring); ``plan`` and ``run``: a mode's
-    own (power_loss.py)."""
-    if args.workers != 1:
+    own (power_loss.py); ``several_workers``: the run kills every worker at once (power_loss_workers.py)."""
+    if args.workers != 1 and not several_workers:
         raise JobError("--sweep kills one worker at each of its points in turn (points are counted per "
                        "process); drop --workers")
     records = args.records or default_records(ctx)
@@ -77,7 +78,7 @@ def run_sweep(args: argparse.Namespace, ctx: Context, emit: Callable[[dict[str, 
 def summary_lines(report: dict[str, Any]) -> list[str]:
     """The sweep's part of the text report."""
     sweep = report.get("sweep")
-    if not sweep:
+    if not sweep or report.get("power_loss", {}).get("workers", 1) > 1:  # no points: cuts at moments only
         return []
     kinds = ", ".join(f"{kind} {n}" for kind, n in sweep["crashes_by_kind"].items()) or "none"
     opening = f"{sweep['opening_crashes']} at the first worker's opening points, " if sweep["opening_crashes"] else ""
