@@ -54,6 +54,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 
 from generated import (CostRounds, Pair, Targets, bench_context, drill_bench_parser,  # noqa: E402
@@ -97,7 +98,7 @@ def run_checkpointed(m, data_dir: Path, records: list[dict], batch_size: int, wo
 
 
 def run_raw(m, data_dir: Path, records: list[dict], batch_size: int, work_ms: float,  # type: ignore[no-untyped-def]
-            durable: bool = True, cpu: list[float] | None = None) -> float:
+            durable: bool = True, cpu: list[float] | None = None, ready: Any = None) -> float:
     """Same work, same durability, same batches; no progress tracking at all.
 
     Timed like the worker's ``run()``: from opening the state database (the same pragmas)
@@ -112,6 +113,8 @@ def run_raw(m, data_dir: Path, records: list[dict], batch_size: int, work_ms: fl
     setup.execute("CREATE TABLE results (task_id TEXT, seq INTEGER, record_id TEXT, output TEXT, created_at REAL,"
                   " PRIMARY KEY (task_id, seq))")
     setup.close()
+    if ready is not None:  # the WAL count: its holder opens here, after the table, before the loop
+        ready(path)
     process = m["job"].process_record
     started, cpu_started = time.perf_counter(), time.process_time()
     conn = sqlite3.connect(path, isolation_level=None)
@@ -143,6 +146,59 @@ def run_raw(m, data_dir: Path, records: list[dict], batch_size: int, work_ms: fl
     return len(records) / elapsed
 
 
+class WalCounter:
+    """Frames a run appends to a database's WAL, read from the WAL file's size.
+
+    A connection of ours stays open across the run so the side's last close cannot checkpoint
+    and delete the WAL; the size before the run (after the untimed submit or table creation)
+    is subtracted. SQLite restarts the WAL from its start after an automatic checkpoint (1,000
+    frames), which would undercount: a count that reaches it is refused, not printed.
+    """
+
+    HEADER, FRAME_HEADER = 32, 24
+
+    def __init__(self) -> None:
+        self.conn: sqlite3.Connection | None = None
+        self.path: Path | None = None
+        self.start = 0
+
+    def frames(self) -> int:
+        assert self.conn is not None and self.path is not None
+        page = self.conn.execute("PRAGMA page_size").fetchone()[0]
+        wal = self.path.with_name(self.path.name + "-wal")
+        size = wal.stat().st_size if wal.exists() else 0
+        return max(0, size - self.HEADER) // (page + self.FRAME_HEADER)
+
+    def hold(self, path: Path) -> None:
+        self.path, self.conn = path, sqlite3.connect(path)
+        self.conn.execute("SELECT COUNT(*) FROM sqlite_master").fetchone()  # joins the WAL (its -shm)
+        self.start = self.frames()
+
+    def written(self) -> int:
+        total = self.frames()
+        assert self.conn is not None
+        self.conn.close()
+        if total >= 1000:
+            raise SystemExit(f"WAL count: {total} frames reached the automatic checkpoint; use fewer --wal-records")
+        return total - self.start
+
+
+def wal_pages_per_batch(m, root: Path, records: list[dict], batch_size: int) -> tuple[float, float]:  # type: ignore[no-untyped-def]
+    """WAL pages written per batch by the worker's run() and by the raw loop (0 ms, service fsync off:
+    the service's own database is another file). Load-independent: counted, not timed."""
+    batches = -(-len(records) // batch_size)
+    ours = WalCounter()
+    settings = m["settings"].Settings(batch_size=batch_size, task_size=len(records))
+    ctx = bench_context(m, m["checkpoint"], root / "wal-ck", settings, durable=False)
+    m["checkpoint"].submit(ctx, records)
+    ours.hold(root / "wal-ck" / "state.db")
+    assert m["checkpoint"].run(ctx, m["shutdown"].Shutdown(30)) == 0
+    ours_pages = ours.written() / batches
+    raw = WalCounter()
+    run_raw(m, root / "wal-raw", records, batch_size, 0.0, durable=False, ready=raw.hold)
+    return ours_pages, raw.written() / batches
+
+
 def main() -> int:
     parser = drill_bench_parser(__doc__, drill_records=2000)
     parser.add_argument("--records", type=int, default=5000)
@@ -150,6 +206,10 @@ def main() -> int:
     # 5 rounds, not 3: on the 2 shared cores one round's ratio swings by +-0.3 under load
     # (measured 0.57-1.39 within one run at load 10); the median of 5 moves less.
     parser.set_defaults(repeat=5)
+    parser.add_argument("--wal-records", type=int, default=2000,
+                        help="records of the WAL page count (one task; under 1,000 WAL frames in all)")
+    parser.add_argument("--wal-only", action="store_true",
+                        help="print the WAL pages per batch of both sides and stop (seconds; not timed)")
     args = parser.parse_args()
     targets = Targets()
 
@@ -159,6 +219,12 @@ def main() -> int:
                                       {"project_name": "Bench Job", "batch_size": args.batch_size})
         m = load_generated(generated.dest, PACKAGE, MODULES)
         records = m["job"].demo_records(args.records)
+        wal_ours, wal_raw = wal_pages_per_batch(m, root, m["job"].demo_records(args.wal_records), args.batch_size)
+        wal_line = (f"WAL pages written per batch ({args.wal_records} records in one task, batch {args.batch_size}; "
+                    f"counted, not timed): checkpointed {wal_ours:.1f}, raw loop {wal_raw:.1f}")
+        if args.wal_only:
+            print(wal_line)
+            return 0
         rows, cost = [], CostRounds()
         # CPU time per record of both sides at 0 ms, service fsync off: our overhead without
         # the waits on the shared disk, which move the wall-clock ratio by +-0.3 under load.
@@ -209,6 +275,7 @@ def main() -> int:
     print(f"CPU time at 0 ms, service fsync off: checkpointed {statistics.median(cpu_ours):.1f} us/record, raw loop "
           f"{statistics.median(cpu_raw):.1f} (medians); raw/checkpointed {statistics.median(cpu_ratios):.3f} "
           f"({cpu_ratios[0]:.3f}-{cpu_ratios[-1]:.3f}) (not a target: the same comparison without the disk waits)")
+    print(wal_line)
     print(cost.line("checkpoint", FSYNCS_PER_BATCH, args.batch_size, WHY, not_a_target=NOT_A_TARGET))
     print(cost.raw_line())
     rec = report["recovery_ms"]
