@@ -210,6 +210,9 @@ def main() -> int:
                         help="records of the WAL page count (one task; under 1,000 WAL frames in all)")
     parser.add_argument("--wal-only", action="store_true",
                         help="print the WAL pages per batch of both sides and stop (seconds; not timed)")
+    parser.add_argument("--overhead-only", action="store_true",
+                        help="only the 0 ms, service-fsync-off cell (our overhead alone) and the WAL count, no "
+                             "drill: a quick before/after of a change to the worker")
     args = parser.parse_args()
     targets = Targets()
 
@@ -230,10 +233,10 @@ def main() -> int:
         # the waits on the shared disk, which move the wall-clock ratio by +-0.3 under load.
         cpu_ours: list[float] = []
         cpu_raw: list[float] = []
-        for work_ms in (0.0, 0.5):
+        for work_ms in ((0.0,) if args.overhead_only else (0.0, 0.5)):
             n = args.records if work_ms == 0 else max(1000, args.records // 5)
             subset = records[:n]
-            for durable in (True, False):
+            for durable in ((False,) if args.overhead_only else (True, False)):
                 pair = Pair()
                 for i in range(args.repeat):
                     tag = f"{work_ms}-{durable}-{i}"
@@ -257,8 +260,8 @@ def main() -> int:
                         pair.round(worker, raw_loop)
                 rows.append((work_ms, durable, n, pair))
 
-        report = scaffold.run_drill(generated.dest, records=args.drill_records, kills=args.kills, seed=1,
-                                    work_ms=0.5)
+        report = None if args.overhead_only else scaffold.run_drill(
+            generated.dest, records=args.drill_records, kills=args.kills, seed=1, work_ms=0.5)
 
     print(f"[{load_note()}]")
     print(f"checkpoint strategy, batch size {args.batch_size}, SQLite WAL + synchronous=FULL "
@@ -278,6 +281,8 @@ def main() -> int:
     print(wal_line)
     print(cost.line("checkpoint", FSYNCS_PER_BATCH, args.batch_size, WHY, not_a_target=NOT_A_TARGET))
     print(cost.raw_line())
+    if report is None:
+        return targets.exit_code()
     rec = report["recovery_ms"]
     per_kill = report["redone_work_per_kill"]
     print(f"\ndrill: {report['records']} records, {report['kills']} x SIGKILL, "
