@@ -35,7 +35,7 @@ pytestmark = pytest.mark.slow
 SEEDS = range(1, int(os.environ.get("SOAK_SEEDS", "10")) + 1)
 #: option set -> (strategy, answers, the schema version of its fixture, or None: no fixture ships).
 OPTION_SETS = {
-    "checkpoint": ("checkpoint", {}, 2),
+    "checkpoint": ("checkpoint", {}, 3),
     "checkpoint-file": ("checkpoint", {"checkpoint_store": "file"}, 1),
     "checkpoint-queryable": ("checkpoint", {"effect_kind": "queryable"}, None),
     "idempotent-retry": ("idempotent-retry", {}, 1),

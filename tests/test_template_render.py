@@ -51,8 +51,9 @@ def test_plain_copier_cli_renders_the_checkpoint_project(tmp_path: Path) -> None
     assert answers["strategy"] == "checkpoint" and answers["package_name"] == "nightly_sync"
     assert answers["checkpoint_store"] == "table" and "runtime_module" not in answers
     schema = (pkg / "schema.sql").read_text()
-    assert "processed_offset" in schema and "INSERT INTO schema_version (version) VALUES (3)" in schema
+    assert "processed_offset" in schema and "INSERT INTO schema_version (version) VALUES (4)" in schema
     assert "CREATE TABLE submissions" in schema  # correlation ids (schema version 3)
+    assert "CREATE TABLE task_inputs" in schema  # the input out of the row updated per batch (version 4)
     readme = (dest / "README.md").read_text()
     assert "synchronous=FULL" in readme and "kill -9" in readme and "busy_timeout" in readme
 

@@ -29,8 +29,14 @@ def _expected(record_ids: list[str], strategy: str) -> set[tuple[str, str]]:
 # ------------------------------------------------------------------ checkpoint
 def checkpoint(source: Source, lease_s: float, here: str) -> Reading:
     now = time.time()
-    tasks = source.rows("SELECT task_id, status, processed_offset, total, owner, updated_at, last_checkpoint_id, "
-                        "attempts, error, payload FROM tasks ORDER BY created_at, task_id")
+    # Schema version 4 keeps each task's input in task_inputs; earlier versions in the tasks row.
+    # Inspect reads either as it is (it never migrates a store).
+    split = "task_inputs" in source.tables()
+    tasks = source.rows("SELECT t.task_id, t.status, t.processed_offset, t.total, t.owner, t.updated_at, "
+                        "t.last_checkpoint_id, t.attempts, t.error, "
+                        + ("i.payload FROM tasks t LEFT JOIN task_inputs i ON i.task_id = t.task_id "
+                           if split else "t.payload FROM tasks t ")
+                        + "ORDER BY t.created_at, t.task_id")
     prepared = source.rows("SELECT idempotency_key, task_id, seq FROM intents WHERE status = 'prepared' "
                            "ORDER BY task_id, seq")
     doubt_by_task: dict[str, list[int]] = {}
@@ -76,7 +82,7 @@ def checkpoint(source: Source, lease_s: float, here: str) -> Reading:
     points = collapse(points, lambda p: p.status == "pending" and not p.done, "not started: each resumes at record 0")
     points = collapse(points, lambda p: p.status == "done", "done: all their records", keep=LIST_LIMIT)
     return Reading("checkpoint", "table", schema_version(source),
-                   table_counts(source, ["tasks", "results", "intents", "schema_version"]),
+                   table_counts(source, ["tasks", "task_inputs", "results", "intents", "schema_version"]),
                    points, {"tasks": by_status, "records_done": done, "records_total": total}, in_doubt,
                    resume, _expected(record_ids, "checkpoint") if record_ids else None,
                    bool(tasks) and all(t["status"] in ("done", "failed") for t in tasks))

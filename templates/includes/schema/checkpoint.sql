@@ -9,9 +9,8 @@ CREATE TABLE tasks (
     -- Unique per task: the demo's record range, or the task id itself for a
     -- submission (whose correlation id is kept in `submissions` below).
     correlation_id     VARCHAR(64)  NOT NULL UNIQUE,
-    -- The original input, as versioned JSON: recovery never depends on the queue
-    -- redelivering it.
-    payload            TEXT         NOT NULL,
+    -- The task's input is in task_inputs (below), not here: this row is updated with
+    -- every batch, and a row is rewritten whole (schema version 4 moved it out).
     status             VARCHAR(16)  NOT NULL DEFAULT 'pending'
                        CHECK (status IN ('pending', 'running', 'done', 'failed')),
     -- New for every worker start: a resumed run is told apart from a new one.
@@ -32,6 +31,15 @@ CREATE TABLE tasks (
     updated_at         DOUBLE PRECISION NOT NULL          -- the heartbeat
 );
 CREATE INDEX tasks_by_status ON tasks (status, updated_at);
+
+-- The original input of each task, as versioned JSON: recovery never depends on the
+-- queue redelivering it. Written once, with its task, and read when the task is
+-- claimed; never updated, so a batch's commit does not copy it again (schema version 4;
+-- earlier versions kept it in the tasks row, rewritten by every offset update).
+CREATE TABLE task_inputs (
+    task_id VARCHAR(64) PRIMARY KEY,
+    payload TEXT        NOT NULL
+);
 
 -- What the job computed, committed together with the offset that covers it.
 CREATE TABLE results (
@@ -58,4 +66,4 @@ CREATE TABLE intents (
 );
 
 CREATE TABLE schema_version (version INTEGER NOT NULL);
-INSERT INTO schema_version (version) VALUES (3);
+INSERT INTO schema_version (version) VALUES (4);

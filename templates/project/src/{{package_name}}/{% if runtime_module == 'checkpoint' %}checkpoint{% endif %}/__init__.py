@@ -3,7 +3,8 @@
 The recovery point (the three questions):
 
 * **Where** — the ``tasks`` row: ``processed_offset`` plus versioned JSON
-  ``checkpoint_data``, in the state database (schema.sql).
+  ``checkpoint_data``, in the state database (schema.sql). The task's input is in
+  ``task_inputs``, written once: the row updated per batch stays small.
 * **How often** — after ``batch_size`` records (item-count trigger) or after
   ``checkpoint_interval_s`` seconds (time trigger), whichever comes first.
 * **No duplicates, no omissions** — each batch commits its results and the new
@@ -38,8 +39,8 @@ from ..runtime.shutdown import Shutdown
 from ..runtime.store import Store, workload_held
 from ..runtime.strategy import Context, Submitted, held_rows, percent, run_worker
 from ..settings import INPUT_SOURCE, Settings
-from .tables import (CHECKPOINT, COUNT_TASKS, INSERT_TASK, PAYLOAD, SELECT_FINAL_STATES, SELECT_HELD,
-                     SELECT_RESULTS, SELECT_STATUS, open_store)
+from .tables import (CHECKPOINT, COUNT_TASKS, INSERT_INPUT, INSERT_TASK, PAYLOAD, SELECT_FINAL_STATES,
+                     SELECT_HELD, SELECT_RESULTS, SELECT_STATUS, open_store)
 from .worker import Worker
 
 NAME = "checkpoint"
@@ -62,7 +63,7 @@ WINDOWS = {
 RESUBMITTED_RECORD = "new-work"
 
 #: What `reset` drops in the state store (strategy.py): every table schema.sql creates.
-STORE_TABLES = ("tasks", "results", "intents", "schema_version")
+STORE_TABLES = ("tasks", "task_inputs", "results", "intents", "schema_version")
 
 
 # ----------------------------------------------------------------------- submit
@@ -86,7 +87,7 @@ def submit_many(ctx: Context, store: Store, submissions: list[tuple[str, list[di
 
 def _insert_tasks(ctx: Context, records: list[dict[str, Any]], *, work_ms: float, prefix: str,
                   correlation_id: str | None) -> Submitted:
-    """Split records into tasks; each task stores its own input (the payload)."""
+    """Split records into tasks; each task's input (the payload) is stored beside it, once."""
     store = open_store(ctx, create=True)
     try:
         with store.transaction():
@@ -115,7 +116,8 @@ def _add(ctx: Context, store: Store, records: list[dict[str, Any]], *, work_ms: 
             task_id = f"{prefix}-{uuid.uuid4().hex[:12]}"
             corr = task_id
         payload = PAYLOAD.dumps({"records": chunk, "work_ms": work_ms})
-        store.execute(INSERT_TASK, (task_id, corr, payload, len(chunk), initial, now, now))
+        store.execute(INSERT_TASK, (task_id, corr, len(chunk), initial, now, now))
+        store.execute(INSERT_INPUT, (task_id, payload))
         ids.append(task_id)
     if correlation_id is not None:
         correlation.record(store, correlation_id, ids)
@@ -185,7 +187,8 @@ def stored_final_states(ctx: Context) -> list[dict[str, Any]]:
     finally:
         store.close()
     return [{"task_id": row["task_id"],
-             "record_ids": [str(r.get("record_id")) for r in PAYLOAD.loads(row["payload"])["records"]],
+             "record_ids": ([str(r.get("record_id")) for r in PAYLOAD.loads(row["payload"])["records"]]
+                            if row["payload"] is not None else []),  # no input row: the drill reports it
              "state": CHECKPOINT.loads(row["checkpoint_data"]) if row["checkpoint_data"] else None}
             for row in rows]
 

@@ -1,7 +1,8 @@
 """The checkpoint strategy's tables: the schema version, the JSON its columns hold, its SQL.
 
-``tasks`` (one row per task: its input, ``processed_offset`` and the running state),
-``results`` and ``intents`` (calls prepared before they are made); schema.sql creates them.
+``tasks`` (one row per task: ``processed_offset``, the running state, the claim),
+``task_inputs`` (each task's input, written once), ``results`` and ``intents`` (calls
+prepared before they are made); schema.sql creates them.
 """
 
 from __future__ import annotations
@@ -15,14 +16,29 @@ from ..runtime.store import Store, apply_schema, connect
 from ..runtime.strategy import Context
 
 SCHEMA_FILE = Path(__file__).parent.with_name("schema.sql")  # src/<package>/schema.sql
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
+
+# Version 4: the input leaves the tasks row. That row is updated with every batch and
+# SQLite writes a row whole, so the input (~500 records) was copied into the WAL again
+# by each offset update, and the claim's scan of the table stepped over it in overflow
+# pages. One transaction (apply_schema): a crash in it leaves version 3 as it was.
+# DROP COLUMN needs SQLite 3.35 (2021) and rewrites each row without the column.
+MOVE_INPUT_OUT = """
+CREATE TABLE task_inputs (
+    task_id VARCHAR(64) PRIMARY KEY,
+    payload TEXT        NOT NULL
+);
+INSERT INTO task_inputs (task_id, payload) SELECT task_id, payload FROM tasks;
+ALTER TABLE tasks DROP COLUMN payload"""
+
 #: MIGRATIONS[v] turns schema version v - 1 into v.
 MIGRATIONS = {
     2: "ALTER TABLE tasks ADD COLUMN attempts INTEGER NOT NULL DEFAULT 0",
     3: correlation.TABLE,  # submissions by correlation id
+    4: MOVE_INPUT_OUT,  # the input in its own table, written once
 }
 
-#: Task input, stored with the task (version 1).
+#: Task input, stored once per task in task_inputs (version 1).
 PAYLOAD = StateCodec("task-payload", 1)
 
 
@@ -36,9 +52,12 @@ CHECKPOINT = StateCodec("checkpoint", 2, {1: _checkpoint_v1_to_v2})
 
 # --------------------------------------------------------------------------- SQL
 INSERT_TASK = """
-INSERT INTO tasks (task_id, correlation_id, payload, status, processed_offset, total,
+INSERT INTO tasks (task_id, correlation_id, status, processed_offset, total,
                    checkpoint_data, created_at, updated_at)
-VALUES (?, ?, ?, 'pending', 0, ?, ?, ?, ?)"""
+VALUES (?, ?, 'pending', 0, ?, ?, ?, ?)"""
+
+# In the same transaction as its task: a task is never without its input.
+INSERT_INPUT = "INSERT INTO task_inputs (task_id, payload) VALUES (?, ?)"
 
 COUNT_TASKS = "SELECT COUNT(*) AS n FROM tasks"
 
@@ -54,7 +73,11 @@ UPDATE tasks SET status = 'running', instance_id = ?, owner = ?, attempts = atte
                  claimed_at = ?, claimed_offset = processed_offset, updated_at = ?, error = NULL
 WHERE task_id = ? AND status = ? AND COALESCE(instance_id, '') = ?"""
 
-SELECT_TASK = "SELECT * FROM tasks WHERE task_id = ?"
+# The claimed task with its input (read once per claim). LEFT JOIN: a task whose input
+# row is missing is still returned (payload NULL) and failed with that reason.
+SELECT_TASK = """
+SELECT t.*, i.payload FROM tasks t LEFT JOIN task_inputs i ON i.task_id = t.task_id
+WHERE t.task_id = ?"""
 
 # Intents another (killed) instance prepared but never confirmed.
 SELECT_PREPARED = """
@@ -104,7 +127,9 @@ FROM tasks ORDER BY created_at, task_id"""
 
 # What the run stored, read back by the drill.
 SELECT_RESULTS = "SELECT record_id, output FROM results ORDER BY task_id, seq"
-SELECT_FINAL_STATES = "SELECT task_id, payload, checkpoint_data FROM tasks ORDER BY created_at, task_id"
+SELECT_FINAL_STATES = """
+SELECT t.task_id, i.payload, t.checkpoint_data FROM tasks t LEFT JOIN task_inputs i ON i.task_id = t.task_id
+ORDER BY t.created_at, t.task_id"""
 SELECT_HELD = "SELECT task_id AS id, owner FROM tasks WHERE status = 'running' ORDER BY task_id"
 
 

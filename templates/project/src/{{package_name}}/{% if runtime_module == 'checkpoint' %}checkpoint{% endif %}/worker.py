@@ -85,6 +85,8 @@ class Worker:
 
     def process_task(self, task: dict[str, Any], limit: int | None) -> None:
         try:
+            if task["payload"] is None:  # task_inputs lost its row: nothing to process
+                raise CorruptStateError("the task's input is missing from task_inputs")
             payload = PAYLOAD.loads(task["payload"])
             records, work_ms = payload["records"], float(payload.get("work_ms", 0.0))
             if not isinstance(records, list) or len(records) != task["total"]:
