@@ -148,6 +148,36 @@ def test_a_sigterm_to_the_drill_unmounts(checkpoint_project: scaffold.Generated,
     assert _mounts_under(tmp_path) == [] and load_lazyfs().lazyfs_mounts(tmp_path) == []
 
 
+def test_several_workers_pass_and_synchronous_normal_fails_with_committed_lost(
+        checkpoint_project: scaffold.Generated, tmp_path: Path) -> None:
+    """Every cut kills all three workers at once; the next three take over what the dead ones held."""
+    project, package = checkpoint_project.dest, checkpoint_project.package
+    flags = ("--workers", 3, "--records", 900, "--seed", 1, "--random-cuts", 2)
+    passed = drill(project, package, tmp_path / "pass", *flags)
+    assert passed["failures"] == [] and passed["_exit"] == 0, passed["failures"]
+    power = passed["power_loss"]
+    assert power["workers"] == passed["workers"] == 3 and power["cuts"] == 3, power
+    assert passed["kills"] > power["cuts"] - 1  # a cut kills every worker still running: more kills than cuts
+
+    mutated = _mutated(project, tmp_path / "mutated", f"src/{package}/runtime/store.py", FULL,
+                       FULL.replace("FULL", "NORMAL"))
+    failed = drill(mutated, package, tmp_path / "fail", *flags)
+    assert failed["_exit"] == 1 and "committed_lost" in {f["check"] for f in failed["failures"]}, failed["failures"]
+    assert _mounts_under(tmp_path) == []
+
+
+@pytest.mark.soak
+@pytest.mark.parametrize("seed", SEEDS)
+@pytest.mark.parametrize("option_set", sorted(set(OPTION_SETS) - {"checkpoint-file"}))  # one worker per directory
+def test_every_seed_of_the_power_loss_drill_passes_with_three_workers(option_set: str, seed: int,
+                                                                      tmp_path: Path) -> None:
+    strategy, answers = OPTION_SETS[option_set]
+    generated = scaffold.generate(strategy, tmp_path / "job", {"project_name": f"Power {option_set}", **answers})
+    report = drill(generated.dest, generated.package, tmp_path / "d", "--workers", 3, "--seed", seed)
+    assert report["failures"] == [] and report["_exit"] == 0, report["failures"]
+    assert _mounts_under(tmp_path) == []
+
+
 @pytest.mark.soak
 @pytest.mark.parametrize("seed", SEEDS)
 @pytest.mark.parametrize("option_set", sorted(OPTION_SETS))

@@ -180,3 +180,15 @@ def test_every_seed_of_the_power_loss_drill_passes_on_postgresql(option_set: str
         report = drill(generated.dest, generated.package, tmp_path / "d", url, "--seed", seed)
     assert report["failures"] == [] and report["_exit"] == 0, report["failures"]
     assert _mounts_under(tmp_path) == []
+
+
+@pytest.mark.soak
+@pytest.mark.parametrize("seed", SEEDS)
+@pytest.mark.parametrize("option_set", sorted(PG_OPTION_SETS))
+def test_every_seed_of_the_power_loss_drill_passes_with_three_workers_on_postgresql(
+        option_set: str, seed: int, tmp_path: Path) -> None:
+    generated = _generate(tmp_path, option_set)
+    with team_server() as url:
+        report = drill(generated.dest, generated.package, tmp_path / "d", url, "--workers", 3, "--seed", seed)
+    assert report["failures"] == [] and report["_exit"] == 0, report["failures"]
+    assert report["power_loss"]["workers"] == 3 and _mounts_under(tmp_path) == []

@@ -150,9 +150,12 @@ def add_arguments(p: argparse.ArgumentParser, strategy: Any = None) -> None:
     # The power-loss drill (power_loss.py): the sweep on LazyFS, un-fsynced writes dropped at every crash.
     p.add_argument("--power-loss", action="store_true",
                    help="the workers' data directory on LazyFS: every crash (at persistence points, as --sweep, "
-                        "and at random moments) is a power cut that drops what was not fsynced (needs LazyFS)")
+                        "and at random moments) is a power cut that drops what was not fsynced (needs LazyFS); "
+                        "on PostgreSQL a throwaway server of its own with your server's settings; with --workers N "
+                        "each cut kills every worker at once")
     p.add_argument("--random-cuts", type=non_negative_int, default=power_loss.RANDOM_CUTS, metavar="K",
-                   help=f"--power-loss: K more cuts at seeded moments (default {power_loss.RANDOM_CUTS})")
+                   help=f"--power-loss: K more cuts at seeded moments (default {power_loss.RANDOM_CUTS}; with "
+                        "--workers N, the cuts)")
     # The upgrade drill (upgrade.py): a store an older release wrote, killed mid-run, continued by this code.
     p.add_argument("--upgrade-from", default=None, metavar="VERSION|FILE",
                    help="start from the store a release of that schema version left when killed mid-run "
