@@ -20,6 +20,13 @@ location, await termination.
   ``spark_master`` setting (default ``local[2]``) is passed the way spark-submit
   would be (``PYSPARK_SUBMIT_ARGS``), never hard-coded with ``.master()``, which
   would override ``spark-submit --master``.
+* **Start-up** — a restart is what recovery waits for, so a local driver started
+  here is tuned for it: on loopback only (``LOCAL_CONF``; on a cluster the executors
+  must reach the driver, so spark-submit's settings decide), C1 and the serial
+  collector (``LOCAL_JVM_OPTIONS``), ``SPARK_HOME`` handed to spark-submit's scripts,
+  no web UI. Nothing here touches the checkpoint, the offsets log or the sink's
+  transaction. ``benchmarks/bench_stream.py`` (in the Continuity Advisor) times a
+  restart in parts against the settings before these.
 * **Signals** — the JVM is started in a session of its own (``start_new_session``):
   a SIGTERM/SIGINT sent to the driver's whole process group (Ctrl-C, ``kill --
   -PGID``, systemd's default KillMode) reaches the Python driver only. Otherwise
