@@ -275,7 +275,8 @@ def sink_ratio(m: dict[str, Any], root: Path, records: list[dict[str, Any]], rep
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--rounds", type=int, default=3, help="rounds of both sides, alternating (default 3)")
+    parser.add_argument("--rounds", type=int, default=3,
+                        help="rounds of both sides, alternating (default 3; 0: none, for --sink-repeat alone)")
     parser.add_argument("--plain-records", type=int, default=2000, help="records of the plain run (default 2000)")
     parser.add_argument("--no-plain", action="store_true", help="restarts only")
     parser.add_argument("--sink-repeat", type=int, default=0, help="best of N for the sink ratio (0: skip it)")
@@ -289,8 +290,8 @@ def main() -> int:
     args = parser.parse_args()
     if args.child:
         return child(args)
-    if args.rounds < 1:
-        parser.error("--rounds must be 1 or more")
+    if args.rounds < 0:
+        parser.error("--rounds must be 0 or more (0: the sink ratio only, with --sink-repeat)")
     if shutil.which("java") is None:
         print("MISSED: Java 17 is needed (make java)")
         return 1
@@ -305,36 +306,38 @@ def main() -> int:
         restarts: dict[str, list[dict[str, Any]]] = {side: [] for side in SIDES}
         plains: dict[str, list[dict[str, Any]]] = {side: [] for side in SIDES}
         loads: list[float] = []
-        print(f"stream restart and plain run, tuned (as generated) vs before (the 2026-11-30 settings), "
-              f"{args.rounds} round(s), sides alternating   ({load_note()})", flush=True)
-        for round_ in range(args.rounds):
-            order = SIDES if round_ % 2 == 0 else SIDES[::-1]
-            for side in order:
-                loads.append(os.getloadavg()[0])
-                r = restart(bench, dest, package, root / f"restart-{side}-{round_}", side, env)
-                restarts[side].append(r)
-                line = f"  round {round_ + 1} {side:<6} restart -> first resumed batch {r['first_batch_done']:5.1f} s"
-                if not args.no_plain:
-                    p = plain(bench, dest, package, root / f"plain-{side}-{round_}", side, args.plain_records, env)
-                    plains[side].append(p)
-                    line += f", plain run of {args.plain_records} records {p['wall']:5.1f} s"
-                print(f"{line}   (load {loads[-1]:.1f})", flush=True)
-        print(f"load average over the rounds (1 min): {min(loads):.1f}-{max(loads):.1f}, {os.cpu_count()} cores")
-        print_parts("restart (SIGKILL, then run --follow) -> first micro-batch after it through the sink",
-                    restarts, "first_batch_done")
-        tuned = statistics.median(r["first_batch_done"] for r in restarts["tuned"])
-        before = statistics.median(r["first_batch_done"] for r in restarts["before"])
-        ratios = sorted(t["first_batch_done"] / b["first_batch_done"] for t, b in zip(restarts["tuned"],
-                                                                                      restarts["before"]))
-        print(f"restart: tuned {tuned:.1f} s, before {before:.1f} s; tuned/before by round "
-              f"{statistics.median(ratios):.2f} ({ratios[0]:.2f}-{ratios[-1]:.2f}); "
-              f"{targets.at_most('restart -> first resumed batch (s, median)', tuned, TARGET_RESTART_S)} "
-              f"at load {statistics.median(loads):.1f}")
-        if not args.no_plain:
-            print_parts(f"plain run of {args.plain_records} records (interpreter start -> exit)", plains, "wall")
-            wall = {side: statistics.median(p["wall"] for p in plains[side]) for side in SIDES}
-            print(f"plain run: tuned {wall['tuned']:.1f} s, before {wall['before']:.1f} s "
-                  f"({plains['tuned'][0]['batches']} micro-batches)")
+        if args.rounds:
+            print(f"stream restart and plain run, tuned (as generated) vs before (the 2026-11-30 settings), "
+                  f"{args.rounds} round(s), sides alternating   ({load_note()})", flush=True)
+            for round_ in range(args.rounds):
+                order = SIDES if round_ % 2 == 0 else SIDES[::-1]
+                for side in order:
+                    loads.append(os.getloadavg()[0])
+                    r = restart(bench, dest, package, root / f"restart-{side}-{round_}", side, env)
+                    restarts[side].append(r)
+                    line = (f"  round {round_ + 1} {side:<6} restart -> first resumed batch "
+                            f"{r['first_batch_done']:5.1f} s")
+                    if not args.no_plain:
+                        p = plain(bench, dest, package, root / f"plain-{side}-{round_}", side, args.plain_records, env)
+                        plains[side].append(p)
+                        line += f", plain run of {args.plain_records} records {p['wall']:5.1f} s"
+                    print(f"{line}   (load {loads[-1]:.1f})", flush=True)
+            print(f"load average over the rounds (1 min): {min(loads):.1f}-{max(loads):.1f}, {os.cpu_count()} cores")
+            print_parts("restart (SIGKILL, then run --follow) -> first micro-batch after it through the sink",
+                        restarts, "first_batch_done")
+            tuned = statistics.median(r["first_batch_done"] for r in restarts["tuned"])
+            before = statistics.median(r["first_batch_done"] for r in restarts["before"])
+            ratios = sorted(t["first_batch_done"] / b["first_batch_done"] for t, b in zip(restarts["tuned"],
+                                                                                          restarts["before"]))
+            print(f"restart: tuned {tuned:.1f} s, before {before:.1f} s; tuned/before by round "
+                  f"{statistics.median(ratios):.2f} ({ratios[0]:.2f}-{ratios[-1]:.2f}); "
+                  f"{targets.at_most('restart -> first resumed batch (s, median)', tuned, TARGET_RESTART_S)} "
+                  f"at load {statistics.median(loads):.1f}")
+            if not args.no_plain:
+                print_parts(f"plain run of {args.plain_records} records (interpreter start -> exit)", plains, "wall")
+                wall = {side: statistics.median(p["wall"] for p in plains[side]) for side in SIDES}
+                print(f"plain run: tuned {wall['tuned']:.1f} s, before {wall['before']:.1f} s "
+                      f"({plains['tuned'][0]['batches']} micro-batches)")
         if args.sink_repeat:
             m = load_generated(dest, package, ("stream_checkpoint.spark", "stream_checkpoint.sink",
                                                "stream_checkpoint", "runtime.strategy", "settings", "job"))
