@@ -47,8 +47,11 @@ STREAM_DRILLS = ("test_random_sigkills_of_the_driver_lose_and_duplicate_nothing"
                  "test_sigkill_drill_with_aimed_kills_loses_and_duplicates_nothing",
                  "test_sigterm_to_the_process_group_stops_after_the_batch_and_exits_0")
 #: What the stream project runs in `make test` (every Spark start is a JVM start): one drill, aimed
-#: kills in its windows (its runs cover submit, run and status). The rest is in `make soak`.
-STREAM_KEPT = ("test_sigkill_drill_with_aimed_kills_loses_and_duplicates_nothing",)
+#: kills in its windows (its runs cover submit, run and status), and the aimed kills sized to the
+#: micro-batches (no Spark: seconds). The rest is in `make soak`.
+STREAM_KEPT = ("test_sigkill_drill_with_aimed_kills_loses_and_duplicates_nothing",
+               "test_drill_refuses_more_aimed_kills_than_micro_batches",
+               "test_aimed_kills_are_drawn_to_fit_the_micro_batches")
 
 #: The longest tests, longest first: a node id starting with any of these.
 LONGEST = ("tests/test_template_stream.py::test_generated_stream_project_suite_passes_with_real_spark",

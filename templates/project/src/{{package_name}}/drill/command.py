@@ -103,6 +103,20 @@ def aim_plan(strategy: Any, aim: str | None, kills: int, sigterm: bool = False) 
     return [aim] * kills
 
 
+def enough_passes(strategy: Any, settings: Any, records: int, kills: int) -> None:
+    """Aimed kills land one per window pass at least: a strategy that says how many passes a run
+    has (``window_passes``) refuses, up front, more kills than passes (JobError, exit 2)."""
+    window_passes = getattr(strategy, "window_passes", None)
+    if window_passes is None or window_passes(records, settings) >= kills:
+        return
+    have = int(window_passes(records, settings))
+    need = -(-records * kills // max(1, have))  # as many records per pass as now
+    while window_passes(need, settings) < kills:
+        need += 1
+    raise JobError(f"--aim: {kills} kills need {kills} passes of the windows, and {records} records pass them "
+                   f"{have} time(s) here; use --records {need} or more, or --kills {have} or fewer")
+
+
 def add_arguments(p: argparse.ArgumentParser, strategy: Any = None) -> None:
     p.add_argument("--records", type=positive_int, default=None,
                    help="demo records (default 2000; with --sweep 20 batches' worth of calls, at least 200 calls)")
@@ -192,6 +206,8 @@ def schedule_from(args: argparse.Namespace, ctx: Context) -> schedule_module.Sch
         raise JobError("--kills must be zero or more")
     kinds = kinds_of(args)
     aims = aim_plan(ctx.strategy, args.aim, o["kills"], args.sigterm)
+    if aims:
+        enough_passes(ctx.strategy, ctx.settings, o["records"], o["kills"])
     plan = schedule_module.plan(ctx.strategy, ctx.settings, seed=o["seed"], records=o["records"], kills=o["kills"],
                                 workers=o["workers"], hosts=o["hosts"], work_ms=o["work_ms"],
                                 fail_rate=args.fail_rate, kinds=kinds, sigterm_only=args.sigterm, aims=aims)

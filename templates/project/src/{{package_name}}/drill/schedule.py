@@ -199,7 +199,7 @@ def plan(strategy: Any, settings: Any, *, seed: int, records: int, kills: int, w
     skipped = {k: why for k in wanted if (why := not_applicable(k, strategy, settings, aimed=aims is not None))}
     usable = [k for k in wanted if k not in skipped]
     events: list[dict[str, Any]] = []
-    events += _kills(rng, usable, kills, sigterm_only, aims)
+    events += _kills(rng, usable, kills, sigterm_only, aims, aim_spread(strategy, settings, records, kills))
     for kind in ("other-host", "service-fail", "service-timeout", "resubmit-same", "resubmit-new",
                  "store-outage", "key-reuse"):
         if kind in usable:
@@ -213,10 +213,21 @@ def plan(strategy: Any, settings: Any, *, seed: int, records: int, kills: int, w
     return schedule.renumbered()
 
 
+def aim_spread(strategy: Any, settings: Any, records: int, kills: int) -> int:
+    """The largest pass an aimed kill may be drawn at: AIM_SPREAD, unless the strategy says how
+    many times a run over ``records`` passes each window (``window_passes``, e.g. once per
+    micro-batch): then at most that many passes per kill, so that every kill can land before the
+    work runs out (the passes a kill waits for are passes the next kill cannot have)."""
+    window_passes = getattr(strategy, "window_passes", None)
+    if window_passes is None or kills <= 0:
+        return AIM_SPREAD
+    return max(1, min(AIM_SPREAD, int(window_passes(records, settings)) // kills))
+
+
 def _kills(rng: random.Random, usable: list[str], kills: int, sigterm_only: bool,
-           aims: list[str] | None) -> list[dict[str, Any]]:
+           aims: list[str] | None, spread: int = AIM_SPREAD) -> list[dict[str, Any]]:
     if aims is not None:  # --aim: every kill an armed SIGKILL in its window
-        return [{"kind": "sigkill", "window": w, "pass": rng.randint(1, AIM_SPREAD)} for w in aims]
+        return [{"kind": "sigkill", "window": w, "pass": rng.randint(1, spread)} for w in aims]
     kinds = [k for k in ("sigkill", "sigterm") if k in usable]
     if sigterm_only:
         kinds = ["sigterm"] if "sigterm" in usable else []

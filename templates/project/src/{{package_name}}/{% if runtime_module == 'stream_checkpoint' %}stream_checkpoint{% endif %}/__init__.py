@@ -50,6 +50,15 @@ WINDOWS = {
     "after_effects": "the batch's external calls were made; the sink has not committed",
     "after_sink_commit": "the sink committed results + batch id; Spark has not written its commit log",
 }
+
+
+def window_passes(records: int, settings: Settings) -> int:
+    """How many times a run over ``records`` demo records passes each window: once per micro-batch,
+    one landing file of ``batch_size`` records (a replayed batch the sink skips passes none). The
+    drill draws aimed kills to fit (drill/schedule.py) and refuses more kills than this."""
+    return -(-records // max(1, settings.batch_size))
+
+
 #: The drill's fault kinds this project does not take (drill/schedule.py), and why: the report says so.
 DRILL_SKIPS = {
     "service-fail": "the sink does not retry a failed call: the micro-batch fails, the query stops and the next "

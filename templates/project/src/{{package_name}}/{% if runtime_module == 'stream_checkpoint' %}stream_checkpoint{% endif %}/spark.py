@@ -20,6 +20,13 @@ location, await termination.
   ``spark_master`` setting (default ``local[2]``) is passed the way spark-submit
   would be (``PYSPARK_SUBMIT_ARGS``), never hard-coded with ``.master()``, which
   would override ``spark-submit --master``.
+* **Start-up** — a restart is what recovery waits for, so a local driver started
+  here is tuned for it: on loopback only (``LOCAL_CONF``; on a cluster the executors
+  must reach the driver, so spark-submit's settings decide), C1 and the serial
+  collector (``LOCAL_JVM_OPTIONS``), ``SPARK_HOME`` handed to spark-submit's scripts,
+  no web UI. Nothing here touches the checkpoint, the offsets log or the sink's
+  transaction. ``benchmarks/bench_stream.py`` (in the Continuity Advisor) times a
+  restart in parts against the settings before these.
 * **Signals** — the JVM is started in a session of its own (``start_new_session``):
   a SIGTERM/SIGINT sent to the driver's whole process group (Ctrl-C, ``kill --
   -PGID``, systemd's default KillMode) reaches the Python driver only. Otherwise
@@ -32,6 +39,7 @@ location, await termination.
 from __future__ import annotations
 
 import os
+import shlex
 import shutil
 import subprocess
 import time
@@ -59,6 +67,38 @@ def checkpoint_location(ctx: Context) -> str:
     return ctx.settings.checkpoint_location or str((ctx.data_dir / CHECKPOINT).resolve())
 
 
+#: Spark settings of every driver: no web UI (nothing of ours listens), no progress bars in
+#: spark-driver.log, two shuffle partitions (Spark's 200 would be 200 tasks for a few records).
+SESSION_CONF = {
+    "spark.ui.enabled": "false",
+    "spark.ui.showConsoleProgress": "false",
+    "spark.sql.shuffle.partitions": "2",
+}
+#: Only when the master is local (the executors are threads of this JVM, nobody connects from
+#: another host): the driver listens on loopback, not on the address the hostname resolves to.
+LOCAL_CONF = {
+    "spark.driver.host": "127.0.0.1",
+    "spark.driver.bindAddress": "127.0.0.1",
+}
+#: Only when this process starts the JVM with a local master: start-up over peak speed. A restart
+#: is what recovery waits for, and most of its CPU is the JIT compiling Spark's start-up code
+#: (C1 alone: -XX:TieredStopAtLevel=1) and the parallel collector's threads (on 2 cores, the
+#: serial collector). A local micro-batch of a few thousand records does not need C2's code.
+#: Measured side by side in benchmarks/bench_stream.py.
+LOCAL_JVM_OPTIONS = ("-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC")
+
+
+def launch_env(local_master: bool) -> dict[str, str]:
+    """Variables for spark-submit's scripts: SPARK_HOME known (otherwise bin/find-spark-home starts
+    one more Python to look for it), and on a local master the loopback address (SPARK_LOCAL_IP)."""
+    import pyspark
+
+    env = {"SPARK_HOME": os.environ.get("SPARK_HOME") or str(Path(pyspark.__file__).parent)}
+    if local_master:
+        env["SPARK_LOCAL_IP"] = os.environ.get("SPARK_LOCAL_IP") or "127.0.0.1"
+    return env
+
+
 def build_session(ctx: Context) -> Any:
     """A SparkSession whose JVM runs in its own session; spark-submit's master wins."""
     from pyspark import SparkConf, SparkContext
@@ -70,21 +110,29 @@ def build_session(ctx: Context) -> Any:
     (local / "tmp").mkdir(parents=True)
     # Plain python: pass what spark-submit would (a PYSPARK_SUBMIT_ARGS of your own wins).
     # Under spark-submit (PYSPARK_GATEWAY_PORT set) its --master and --conf decide.
-    ours = " ".join(["--master", ctx.settings.spark_master, "--conf", f"spark.local.dir={local}",
-                     f"--driver-java-options=-Djava.io.tmpdir={local / 'tmp'}", "pyspark-shell"])
     given = os.environ.get("PYSPARK_SUBMIT_ARGS")
-    conf = (SparkConf().setAppName(f"{settings_module.PACKAGE}-stream")
-            .set("spark.local.dir", str(local))
-            .set("spark.ui.enabled", "false")
-            .set("spark.sql.shuffle.partitions", "2"))
+    ours_local = (given is None and "PYSPARK_GATEWAY_PORT" not in os.environ
+                  and ctx.settings.spark_master.startswith("local"))
+    java_options = [*(LOCAL_JVM_OPTIONS if ours_local else ()), f"-Djava.io.tmpdir={local / 'tmp'}"]
+    ours = shlex.join(["--master", ctx.settings.spark_master, "--conf", f"spark.local.dir={local}",
+                       f"--driver-java-options={' '.join(java_options)}", "pyspark-shell"])
+    conf = SparkConf().setAppName(f"{settings_module.PACKAGE}-stream").set("spark.local.dir", str(local))
+    for key, value in {**SESSION_CONF, **(LOCAL_CONF if ours_local else {})}.items():
+        conf.set(key, value)
     log = open(ctx.data_dir / "spark-driver.log", "ab")  # the JVM's own output
-    os.environ["PYSPARK_SUBMIT_ARGS"] = given or ours
+    env = {**({} if "PYSPARK_GATEWAY_PORT" in os.environ else launch_env(ours_local)),
+           "PYSPARK_SUBMIT_ARGS": given or ours}
+    saved = {name: os.environ.get(name) for name in env}
+    os.environ.update(env)  # launch_gateway hands os.environ to spark-submit
     try:
         gateway = launch_gateway(conf, popen_kwargs={"start_new_session": True, "stdout": log, "stderr": log})
     finally:
         log.close()
-        if given is None:
-            del os.environ["PYSPARK_SUBMIT_ARGS"]
+        for name, value in saved.items():
+            if value is None:
+                del os.environ[name]
+            else:
+                os.environ[name] = value
     SparkContext(conf=conf, gateway=gateway)
     spark = SparkSession.builder.getOrCreate()
     spark.sparkContext.setLogLevel("ERROR")
