@@ -135,11 +135,11 @@ class Worker:
             # Most tasks succeed at once: their one attempt runs outside tenacity (whose loop costs
             # more than a short task). A transient failure enters the policy as its attempt 1,
             # replayed there without calling again, so the numbering, waits and stop are the policy's.
+            failed: TransientError | None = None
             try:
                 self.attempt(task, record, work_ms, retries)
-                failed: TransientError | None = None
-            except TransientError as exc:
-                failed = exc
+            except TransientError as first:
+                failed = first
             if failed is not None:
                 for attempt in retry_policy(stop_early=lambda: self.shutdown.requested, sleep=self.sleep,
                                             on_retry=on_retry):
