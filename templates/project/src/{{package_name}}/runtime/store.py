@@ -17,7 +17,7 @@ SQL is written once, with ``?`` placeholders and portable types (TEXT, INTEGER,
 DOUBLE PRECISION, ``ON CONFLICT DO NOTHING``); for PostgreSQL the placeholders
 become ``%s``. Never put a literal ``?`` inside a statement.
 
-Errors are sorted in one place (:meth:`Store._user_errors`, :func:`connect`): a store
+Errors are sorted in one place (:meth:`Store._user_error`, :func:`connect`): a store
 that cannot be reached *for now* (PostgreSQL restarting, shutting down or refusing
 connections, a connection cut; SQLite still locked after ``busy_timeout``) raises
 :class:`StoreUnavailable`, which ``run`` rides out (outage.py); a store that is
@@ -150,40 +150,44 @@ class Store:
         return sql.replace("?", "%s") if self.dialect == "postgresql" else sql
 
     def execute(self, sql: str, params: Sequence[Any] = ()) -> Any:
-        with self._user_errors():
+        # A plain try (not a context manager): this runs for every statement, ~20 per task
+        # of a queue consumer, and a generator-based ``with`` costs more than the statement.
+        try:
             return self.conn.execute(self._sql(sql), tuple(params))
+        except Exception as exc:
+            self._user_error(exc)
+            raise
 
     def executemany(self, sql: str, rows: Sequence[Sequence[Any]]) -> None:
         """One statement, many rows: one round of parsing instead of one per row."""
-        with self._user_errors():
+        try:
             # sqlite3 connections have executemany; psycopg has it on cursors.
             target = self.conn if self.dialect == "sqlite" else self.conn.cursor()
             target.executemany(self._sql(sql), [tuple(r) for r in rows])
+        except Exception as exc:
+            self._user_error(exc)
+            raise
 
-    @contextmanager
-    def _user_errors(self) -> Iterator[None]:
+    def _user_error(self, exc: Exception) -> None:
         """Turn what the user can fix (a corrupt file, a lost server) into StoreError, and
-        what passes by itself (a lock held too long, a server restart) into StoreUnavailable."""
-        try:
-            yield
-        except sqlite3.OperationalError as exc:
+        what passes by itself (a lock held too long, a server restart) into StoreUnavailable;
+        return (the caller re-raises ``exc`` itself) for any other error."""
+        if isinstance(exc, sqlite3.OperationalError):
             if "locked" in str(exc) or "busy" in str(exc):
                 raise StoreUnavailable(f"state database {self.where} is locked by another process "
                                        f"(waited busy_timeout): {exc}") from None
-            raise
-        except sqlite3.DatabaseError as exc:
+            return
+        if isinstance(exc, sqlite3.DatabaseError):
             if "not a database" in str(exc) or "malformed" in str(exc):
                 raise StoreError(f"state database {self.where} is unreadable: {exc}") from None
-            raise
-        except Exception as exc:
-            if self.dialect != "postgresql" or isinstance(exc, StoreError):
-                raise
-            # PostgreSQL: a cut connection or a server restarting passes; the rest is the user's to fix.
-            if postgresql_unavailable(exc):
-                raise StoreUnavailable(f"state store {self.where} unreachable: {_one_line(exc)}") from None
-            if type(exc).__name__ in ("OperationalError", "InterfaceError"):
-                raise StoreError(f"state database {self.where}: {exc}") from None
-            raise
+            return
+        if self.dialect != "postgresql" or isinstance(exc, StoreError):
+            return
+        # PostgreSQL: a cut connection or a server restarting passes; the rest is the user's to fix.
+        if postgresql_unavailable(exc):
+            raise StoreUnavailable(f"state store {self.where} unreachable: {_one_line(exc)}") from None
+        if type(exc).__name__ in ("OperationalError", "InterfaceError"):
+            raise StoreError(f"state database {self.where}: {exc}") from None
 
     def all(self, sql: str, params: Sequence[Any] = ()) -> list[dict[str, Any]]:
         cur = self.execute(sql, params)

@@ -132,10 +132,22 @@ class Worker:
             self.fail(task, f"unreadable task input: {exc}", retries)
             return
         try:
-            for attempt in retry_policy(stop_early=lambda: self.shutdown.requested, sleep=self.sleep,
-                                        on_retry=on_retry):
-                with attempt:
-                    self.attempt(task, record, work_ms, retries)
+            # Most tasks succeed at once: their one attempt runs outside tenacity (whose loop costs
+            # more than a short task). A transient failure enters the policy as its attempt 1,
+            # replayed there without calling again, so the numbering, waits and stop are the policy's.
+            failed: TransientError | None = None
+            try:
+                self.attempt(task, record, work_ms, retries)
+            except TransientError as first:
+                failed = first
+            if failed is not None:
+                for attempt in retry_policy(stop_early=lambda: self.shutdown.requested, sleep=self.sleep,
+                                            on_retry=on_retry):
+                    with attempt:
+                        if failed is not None:
+                            replay, failed = failed, None
+                            raise replay
+                        self.attempt(task, record, work_ms, retries)
         except TransientError as exc:
             if self.shutdown.requested:  # stopping between retries: another start re-runs it
                 self.release(task)

@@ -120,9 +120,10 @@ class Consumer:
                     self.take(channel, batch)
                     quiet_since = time.monotonic()
                 if self.pending:
-                    # Messages of many records: a pass for the older half of them (at least one), which
-                    # is acked, and the broker sends the next ones, while the other half is worked on.
-                    # Small messages: one pass for all (a pass has a fixed cost: connections, a claim).
+                    # A pass for half of the records in hand (the older half of the messages, at least
+                    # one), which is acked, and the broker sends the next ones while the other half is
+                    # worked on: no wait for them after each pass. Below STEPWISE_RECORDS, one pass for
+                    # all (a pass has a fixed cost: its first claim is a commit of its own).
                     sizes = [self.pending[tag][2] for tag in sorted(self.pending)]
                     half = sum(sizes[:max(1, len(sizes) // 2)])
                     self.work(limit=half if half >= STEPWISE_RECORDS else None)
