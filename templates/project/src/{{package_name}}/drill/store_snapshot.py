@@ -15,7 +15,7 @@ store a restarted worker opens without trouble. Such a store is read from a copy
 on the ordinary disk instead, where a read-write connection recovers the WAL (or rolls back a
 hot journal) as the next worker would, and the store itself is not touched.
 Other files (checkpoint files) are compared by content; temporary files (``*.tmp``) and locks
-(``*.lock``) promise nothing and are skipped, as are SQLite's own ``-wal``, ``-shm``, ``-journal``.
+(``*.lock``) promise nothing and are skipped, as are logs and SQLite's own ``-wal``, ``-shm``, ``-journal``.
 """
 
 from __future__ import annotations
@@ -31,8 +31,8 @@ from pathlib import Path
 from typing import Any
 
 SQLITE_MAGIC = b"SQLite format 3\x00"
-#: Files that promise nothing across a crash, by the end of their name.
-SKIPPED = (".tmp", ".lock", "-wal", "-shm", "-journal")
+#: Files that promise nothing across a crash, by the end of their name (a log is written as it goes).
+SKIPPED = (".tmp", ".lock", "-wal", "-shm", "-journal", ".log")
 
 Snapshot = dict[str, Any]  # relative path -> {"tables": {name: [rows, digest]}} or {"sha256": ...} or {"error": ...}
 
@@ -79,12 +79,17 @@ def _tables(path: Path) -> dict[str, list[Any]]:
         return tables
 
 
-def take(directory: Path) -> Snapshot:
-    """Every store file under ``directory``: SQLite tables, other files' content."""
+def _files(directory: Path, skip: tuple[str, ...]) -> list[Path]:
+    """The files under ``directory`` that can promise something: not temporary files, not SQLite's own,
+    not under the ``skip`` directories (relative to ``directory``: what the strategy keeps no promise in)."""
+    return sorted(p for p in Path(directory).rglob("*") if p.is_file() and not p.name.endswith(SKIPPED)
+                  and not any(p.relative_to(directory).parts[0] == name for name in skip))
+
+
+def take(directory: Path, skip: tuple[str, ...] = ()) -> Snapshot:
+    """Every store file under ``directory`` (but ``skip``): SQLite tables, other files' content."""
     found: Snapshot = {}
-    for path in sorted(p for p in Path(directory).rglob("*") if p.is_file()):
-        if path.name.endswith(SKIPPED):
-            continue
+    for path in _files(directory, skip):
         name = str(path.relative_to(directory))
         try:
             if _is_sqlite(path):
@@ -96,11 +101,11 @@ def take(directory: Path) -> Snapshot:
     return found
 
 
-def integrity(directory: Path) -> list[str]:
-    """Each SQLite store under ``directory`` that does not open or fails its integrity check, and each
-    JSON file (a checkpoint file) that no longer parses."""
+def integrity(directory: Path, skip: tuple[str, ...] = ()) -> list[str]:
+    """Each SQLite store under ``directory`` (but ``skip``) that does not open or fails its integrity check,
+    and each JSON file (a checkpoint file) that no longer parses."""
     problems = []
-    for path in sorted(p for p in Path(directory).rglob("*") if p.is_file() and not p.name.endswith(SKIPPED)):
+    for path in _files(directory, skip):
         if path.suffix == ".json":
             try:
                 json.loads(path.read_bytes())

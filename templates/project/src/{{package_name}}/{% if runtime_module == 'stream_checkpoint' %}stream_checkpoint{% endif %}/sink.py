@@ -75,11 +75,15 @@ class IdempotentSink:
 
     def __init__(self, open_store: Callable[[], Store], open_external: Callable[[], ExternalService], *,
                  work_ms: float = 0.0,
-                 make_effects: Callable[[ExternalService], effects.Effects] | None = None) -> None:
+                 make_effects: Callable[[ExternalService], effects.Effects] | None = None,
+                 before_commit: Callable[[int], None] | None = None) -> None:
         # Spark calls write() on a thread of its own (py4j's callback server): the
         # connections are opened there, per batch (SQLite connections stay in their thread).
         self.open_store, self.open_external, self.work_ms = open_store, open_external, work_ms
         self.make_effects = make_effects
+        #: Called with a batch id before its results are committed (checkpoint_sync.sync_batch: Spark's
+        #: entries for that batch made durable first).
+        self.before_commit = before_commit
         #: Held while a batch is written: a shutdown waits for it (spark.py).
         self.busy = threading.Lock()
         self.error: JobError | None = None
@@ -101,6 +105,8 @@ class IdempotentSink:
                 self.store.close()
 
     def _write(self, rows: list[Any], batch_id: int) -> None:
+        if self.before_commit is not None:
+            self.before_commit(batch_id)
         files = sorted((local_path(str(row["path"])), str(row["value"])) for row in rows)
         records = [r for path, text in files for r in parse_landing_file(path, text)]
         if self.store.one(SELECT_BATCH, (batch_id,)) is not None:

@@ -180,6 +180,17 @@ def start_query(spark: Any, ctx: Context, write_batch: Any, *, follow: bool, che
 MORE_ROUNDS = 3
 
 
+def _mend(ctx: Context) -> None:
+    """Before a query starts: the newest checkpoint entries a power cut left empty removed (checkpoint_sync.py)."""
+    from .checkpoint_sync import local_dir, mend
+
+    location = local_dir(checkpoint_location(ctx))
+    removed = mend(location) if location is not None else []
+    if removed:
+        print(f"Spark's checkpoint: removed {', '.join(removed)} (left empty by a power cut: the batch is planned "
+              "again and the sink skips what it committed)", flush=True)
+
+
 def run_stream(ctx: Context, sink: IdempotentSink, shutdown: Shutdown, *, follow: bool,
                left: Callable[[], int] = lambda: 0) -> int:
     """Run the query to its end (``run``) or until a signal (``run --follow``). ``left`` counts the
@@ -189,6 +200,7 @@ def run_stream(ctx: Context, sink: IdempotentSink, shutdown: Shutdown, *, follow
     spark = build_session(ctx)
     try:
         for round_ in range(1 + (0 if follow else MORE_ROUNDS)):
+            _mend(ctx)
             _await(start_query(spark, ctx, sink.write, follow=follow), sink, shutdown)
             waiting = 0 if shutdown.requested else left()
             if not waiting:
