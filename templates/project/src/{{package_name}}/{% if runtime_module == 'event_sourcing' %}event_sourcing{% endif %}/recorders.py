@@ -13,7 +13,7 @@ from eventsourcing.utils import Environment
 
 #: The eventsourcing release this module is written against. The snapshot-in-the-same-
 #: transaction hook below overrides the library's ``_insert_events`` (not a public
-#: API), so the dependency is pinned to exactly this version and a generated test
+#: API), and on PostgreSQL its ``_insert_stored_events`` (the same insert, in binary), so the dependency is pinned to exactly this version and a generated test
 #: (test_event_sourcing.py, "seam") fails loudly when the installed library differs.
 EVENTSOURCING_VERSION = "9.5.6"
 
@@ -92,7 +92,6 @@ def _postgres_factory() -> type:
     if _PG_FACTORY is not None:
         return _PG_FACTORY
     from eventsourcing.postgres import PostgresAggregateRecorder, PostgresApplicationRecorder, PostgresFactory
-    from psycopg.sql import SQL
 
     class PostgresEventsRecorder(_single_try(PostgresApplicationRecorder)):  # type: ignore[misc]
         """The library's PostgreSQL application recorder. Its ``_insert_events`` hook runs
@@ -109,8 +108,7 @@ def _postgres_factory() -> type:
                 # v, which then conflict too). A failing statement this early in the library's
                 # pipeline would surface as a "pipeline aborted" OperationalError instead of
                 # the conflict it is.
-                curs.execute(_binary(recorder.insert_events_statement + SQL(" ON CONFLICT DO NOTHING")),
-                             (_pg_rows(recorder, stored),))
+                curs.execute(_binary_insert(recorder, " ON CONFLICT DO NOTHING"), (_pg_rows(recorder, stored),))
 
         def _insert_stored_events(self, curs: Any, stored_events: Any, **kwargs: Any) -> None:
             """The library's insert (table lock, NOTIFY, one INSERT ... unnest of the rows),
@@ -120,7 +118,7 @@ def _postgres_factory() -> type:
             neither the library's event objects nor the server's work (profiled, 2026-12-02)."""
             self._lock_table(curs)
             self._notify_channel(curs)
-            curs.execute(_binary(self.insert_events_statement), (_pg_rows(self, stored_events),))
+            curs.execute(_binary_insert(self), (_pg_rows(self, stored_events),))
 
     class DurablePostgresFactory(PostgresFactory):
         """`PERSISTENCE_MODULE` points here for PostgreSQL: the library's factory with
@@ -146,15 +144,19 @@ def _postgres_factory() -> type:
 _PG_FACTORY: type | None = None
 
 
-def _binary(statement: Any) -> Any:
-    """The library's INSERT ... unnest(%s::<type>[]) statement with its one parameter sent in
-    binary (%b): the same SQL, the rows not turned into text and parsed back."""
+def _binary_insert(recorder: Any, suffix: str = "") -> Any:
+    """The recorder's INSERT ... unnest(%s::<type>[]) statement (+ ``suffix``) with its one
+    parameter sent in binary (%b): the same SQL, the rows not turned into text and parsed
+    back. Made once per recorder and suffix."""
     from psycopg.sql import SQL
 
-    text = statement.as_string(None)
-    if text.count("%s") != 1:  # the pinned library's statement has exactly one parameter
-        raise RuntimeError(f"unexpected insert statement of eventsourcing=={EVENTSOURCING_VERSION}: {text}")
-    return SQL(text.replace("%s", "%b"))
+    made = recorder.__dict__.setdefault("_binary_inserts", {})
+    if suffix not in made:
+        text = recorder.insert_events_statement.as_string(None) + suffix
+        if text.count("%s") != 1:  # the pinned library's statement has exactly one parameter
+            raise RuntimeError(f"unexpected insert statement of eventsourcing=={EVENTSOURCING_VERSION}: {text}")
+        made[suffix] = SQL(text.replace("%s", "%b"))
+    return made[suffix]
 
 
 def _pg_rows(recorder: Any, stored: Any) -> list[Any]:
