@@ -127,6 +127,22 @@ sys.exit(code)
 """
 
 
+def appended(url: str) -> int:
+    import psycopg
+
+    with psycopg.connect(url, autocommit=True) as conn:
+        return int(conn.execute("SELECT count(*) FROM stored_events").fetchone()[0])  # type: ignore[index]
+
+
+def started_work(url: str, submitted: int, timeout: float = 120) -> None:
+    """Return once the workers have appended events beyond the ``submitted`` ones."""
+    deadline = time.monotonic() + timeout
+    while appended(url) <= submitted:
+        if time.monotonic() > deadline:
+            raise AssertionError(f"the workers appended nothing in {timeout:g} s")
+        time.sleep(0.05)
+
+
 @pytest.mark.parametrize("strategy", one_here_rest_in_soak(VARIANTS, keep="event-sourcing-idempotent"))
 def test_workers_finish_through_a_postgresql_crash(tmp_path: Path, strategy: str) -> None:
     records = 400
@@ -138,11 +154,15 @@ def test_workers_finish_through_a_postgresql_crash(tmp_path: Path, strategy: str
         assert submitted.returncode == 0, submitted.stderr
         env = {**os.environ, "DATABASE_URL": server.url, "PYTHONPATH": str(generated.dest / "src")}
         code = WORKER.format(pkg=generated.package)
+        submitted_events = appended(server.url)
         workers = [subprocess.Popen([sys.executable, "-c", code, str(data)], cwd=generated.dest, env=env,
                                     stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
                    for _ in range(3)]
         try:
-            time.sleep(1.5)  # the workers are appending events and calling out
+            # The crash must land while the workers are appending and calling out: wait for their
+            # first appends (a fixed pause was spent importing the library on a loaded machine,
+            # and the crash then came and went before any worker had connected).
+            started_work(server.url, submitted_events)
             assert all(w.poll() is None for w in workers), "the workers finished before the crash"
             server.crash()
             time.sleep(3)

@@ -13,7 +13,7 @@ from eventsourcing.utils import Environment
 
 #: The eventsourcing release this module is written against. The snapshot-in-the-same-
 #: transaction hook below overrides the library's ``_insert_events`` (not a public
-#: API), so the dependency is pinned to exactly this version and a generated test
+#: API), and on PostgreSQL its ``_insert_stored_events`` (the same insert, in binary), so the dependency is pinned to exactly this version and a generated test
 #: (test_event_sourcing.py, "seam") fails loudly when the installed library differs.
 EVENTSOURCING_VERSION = "9.5.6"
 
@@ -92,7 +92,6 @@ def _postgres_factory() -> type:
     if _PG_FACTORY is not None:
         return _PG_FACTORY
     from eventsourcing.postgres import PostgresAggregateRecorder, PostgresApplicationRecorder, PostgresFactory
-    from psycopg.sql import SQL
 
     class PostgresEventsRecorder(_single_try(PostgresApplicationRecorder)):  # type: ignore[misc]
         """The library's PostgreSQL application recorder. Its ``_insert_events`` hook runs
@@ -104,14 +103,22 @@ def _postgres_factory() -> type:
             super()._insert_events(curs, stored_events, **kwargs)
             if due:
                 recorder, stored = due
-                rows = [recorder.construct_pg_stored_event(s.originator_id, s.originator_version, s.topic, s.state)
-                        for s in stored]
                 # ON CONFLICT DO NOTHING: the events' insert that follows is what detects a
                 # concurrent writer (a snapshot of version v exists only with the events up to
                 # v, which then conflict too). A failing statement this early in the library's
                 # pipeline would surface as a "pipeline aborted" OperationalError instead of
                 # the conflict it is.
-                curs.execute(recorder.insert_events_statement + SQL(" ON CONFLICT DO NOTHING"), (rows,))
+                curs.execute(_binary_insert(recorder, " ON CONFLICT DO NOTHING"), (_pg_rows(recorder, stored),))
+
+        def _insert_stored_events(self, curs: Any, stored_events: Any, **kwargs: Any) -> None:
+            """The library's insert (table lock, NOTIFY, one INSERT ... unnest of the rows),
+            with the rows sent in binary: psycopg's text form of a composite array escapes
+            every byte of every event's state with regular expressions, and the server then
+            parses that text back; that was the largest part of an append's time that was
+            neither the library's event objects nor the server's work (profiled, 2026-12-02)."""
+            self._lock_table(curs)
+            self._notify_channel(curs)
+            curs.execute(_binary_insert(self), (_pg_rows(self, stored_events),))
 
     class DurablePostgresFactory(PostgresFactory):
         """`PERSISTENCE_MODULE` points here for PostgreSQL: the library's factory with
@@ -135,6 +142,27 @@ def _postgres_factory() -> type:
 
 
 _PG_FACTORY: type | None = None
+
+
+def _binary_insert(recorder: Any, suffix: str = "") -> Any:
+    """The recorder's INSERT ... unnest(%s::<type>[]) statement (+ ``suffix``) with its one
+    parameter sent in binary (%b): the same SQL, the rows not turned into text and parsed
+    back. Made once per recorder and suffix."""
+    from psycopg.sql import SQL
+
+    made = recorder.__dict__.setdefault("_binary_inserts", {})
+    if suffix not in made:
+        text = recorder.insert_events_statement.as_string(None) + suffix
+        if text.count("%s") != 1:  # the pinned library's statement has exactly one parameter
+            raise RuntimeError(f"unexpected insert statement of eventsourcing=={EVENTSOURCING_VERSION}: {text}")
+        made[suffix] = SQL(text.replace("%s", "%b"))
+    return made[suffix]
+
+
+def _pg_rows(recorder: Any, stored: Any) -> list[Any]:
+    """Stored events (or snapshots) as the library's composite rows."""
+    return [recorder.construct_pg_stored_event(s.originator_id, s.originator_version, s.topic, s.state)
+            for s in stored]
 
 
 def __getattr__(name: str) -> Any:

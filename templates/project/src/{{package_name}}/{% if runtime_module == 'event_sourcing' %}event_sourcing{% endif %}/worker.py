@@ -28,7 +28,7 @@ from ..runtime.store import Store, note_commit
 from ..runtime.strategy import Context
 from .domain import Payment, Task, stream_id
 from .event_store import ACK_COMMANDS, IDEMPOTENT, MARK_TASK, SELECT_INPUTS, SELECT_OPEN_TASKS, Events
-from .subscriber import EFFECTS, RELEASE_LEASE, RESULTS, EffectsSubscriber
+from .subscriber import EFFECTS, RELEASE_LEASE, RESULTS, WITHDRAW_INTENT, EffectsSubscriber
 
 
 #: The window right after a batch of events is appended (drill --aim): before the effects
@@ -95,7 +95,8 @@ def payment_key(task_id: str, record: dict[str, Any]) -> str:
 
 # -------------------------------------------------------------------------- run
 class Worker(EffectsSubscriber):
-    """One `run` process: effects first, then a batch of commands, then the projection."""
+    """One `run` process: effects first, then a batch of commands, then the projection (which
+    rides in the effects subscriber's commit unless it is behind: subscriber.py)."""
 
     def __init__(self, ctx: Context, store: Store, app: Events, external: ExternalService,
                  shutdown: Shutdown) -> None:
@@ -107,7 +108,7 @@ class Worker(EffectsSubscriber):
         #: Idempotent variant: task -> (commands to acknowledge, replays among them).
         self.unacked: dict[str, tuple[int, int]] = {}
         self.task_ids: dict[UUID, str] = {}
-        self.decoded: dict[int, Any] = {}
+        self.own_intent: tuple[int, int, Any] | None = None
 
     def run(self, limit: int | None) -> int:
         idle = 0
@@ -148,6 +149,9 @@ class Worker(EffectsSubscriber):
         for task_id in list(self.unacked):  # a clean stop acknowledges everything
             self._ack(task_id)
         with self.store.transaction():
+            if self.own_intent is not None:  # prepared, not called: nothing for the next worker to look up
+                self.store.execute(WITHDRAW_INTENT, (EFFECTS, self.owner, *self.own_intent[:2]))
+                self.own_intent = None
             self.store.execute(RELEASE_LEASE, (EFFECTS, self.owner))
 
     def finished(self) -> bool:
