@@ -7,8 +7,9 @@ Per record count N, on the generated checkpoint project (its defaults: task 500,
 an untimed ``submit-demo --records N``, then ``python -m bench_job run``, SIGKILLed at three
 seeded points (early: once 5-15 % of the records' effects are applied, middle: 45-55 %, late:
 85-95 %; the point drawn from ``--seed``, counted in the service's applied effects, so a kill
-lands at any record of a batch, not only after a checkpoint), each time restarted at once. Per restart, from its process start
-(the moment this script starts the ``python`` process, interpreter start and imports included):
+lands at any record of a batch, not only after a checkpoint), each time restarted at once.
+Per restart, from its process start (the moment this script starts the ``python`` process,
+interpreter start and imports included):
 
 * **to claim**: the restarted worker's ``reclaimed ... resuming at offset`` line on its stderr
   (stamped as it arrives): interpreter, imports, the stores opened, the claim;
@@ -57,7 +58,7 @@ from advisor import scaffold  # noqa: E402
 
 PACKAGE = "bench_job"
 TARGET_GROWTH = 2.0  # issue 25: restart-to-first-batch at the largest N <= 2 x at the smallest
-#: (name, from, to): a kill lands once this share of the records is committed, drawn in [from, to).
+#: (name, from, to): a kill lands once this share of the records' effects is applied, drawn in [from, to).
 POINTS = (("early", 0.05, 0.15), ("middle", 0.45, 0.55), ("late", 0.85, 0.95))
 POLL_S = 0.01
 RECLAIMED = "reclaimed "  # the worker's line when it takes a dead worker's task back (checkpoint/worker.py)
