@@ -1,8 +1,9 @@
 """Benchmark: the checkpoint project's throughput curve, as an outsider would measure it.
 
     python benchmarks/bench_curve.py [--records 3000,15000,60000] [--rounds 3] [--quick] [--check]
+                                     [--dbos-max-records 15000 | --no-dbos]
 
-One job, three sides, in ONE run, alternating which side goes first in each round:
+One job, four sides, in ONE run, alternating which side goes first in each round:
 
 * **raw**: a plain loop calling the same effect — the generated project's
   ``ExternalService.apply``, one durable SQLite commit per call in external.db — and keeping
@@ -10,9 +11,15 @@ One job, three sides, in ONE run, alternating which side goes first in each roun
 * **naive**: the same loop keeping its progress the obvious way, each record's result and the
   offset in one durable commit per record (curve_sides.py naive): what the strategy saves;
 * **ours**: the generated checkpoint project, ``python -m bench_job run`` after an untimed
-  ``submit-demo``.
+  ``submit-demo``;
+* **dbos**: the same job on DBOS Transact (curve_sides.py dbos): one workflow over the records,
+  one step per record, the same ``apply`` with the same keys, DBOS's SQLite system database.
+  A benchmark-only extra (``pip install -e '.[bench]'``; ``make bench`` installs it): without
+  it the side prints ``skipped: ...`` and the others run. DBOS pays ~15-25 ms per step on this
+  machine, so by default it runs only up to ``--dbos-max-records`` (15,000: ~5 minutes a run);
+  above that its cells say ``not run``.
 
-``--service-fsync off``: the same three sides with the service's fsync per call turned off on
+``--service-fsync off``: the same sides with the service's fsync per call turned off on
 every side (curve_sides.py: BENCH_SERVICE_FSYNC=off; ours then runs ``cli.main(["run", ...])``
 from curve_sides.py, the same code): what is left is the loops' own cost. Not a target.
 
@@ -26,8 +33,8 @@ rest (our Python and our other SQL).
 
 ``--check`` makes a missed target exit 1 (target, issue 25: ours >= 0.9 x raw at every N,
 median of the rounds). Without it the script only reports, so ``make bench`` does not fail on
-a noisy machine. ``--quick`` (or BENCH_QUICK=1): 1,000 / 3,000 / 6,000 records, 2 rounds.
-Results and method: docs/benchmarks.md.
+a noisy machine. The DBOS side has no target: it is printed for comparison. ``--quick`` (or
+BENCH_QUICK=1): 1,000 / 3,000 / 6,000 records, 2 rounds. Results and method: docs/benchmarks.md.
 """
 
 from __future__ import annotations
@@ -51,7 +58,11 @@ from advisor import scaffold  # noqa: E402
 PACKAGE = "bench_job"
 SIDES_SCRIPT = Path(__file__).with_name("curve_sides.py")
 TARGET_VS_RAW = 0.9  # issue 25: ours >= 0.9 x raw at every N of the curve
-SIDES = ("ours", "raw", "naive")
+SIDES = ("ours", "raw", "naive", "dbos")
+#: The DBOS side runs up to this many records by default (~15-25 ms per step here).
+DBOS_MAX_RECORDS = 15_000
+#: What installs the DBOS side (pyproject.toml's bench extra; curve_sides.DBOS_REQUIREMENT).
+DBOS_INSTALL = "pip install -e '.[bench]' (or pip install 'dbos==3.4.0')"
 
 
 class Project:
@@ -86,7 +97,7 @@ class Project:
         elif side == "ours":  # the same run, with the service's fsync turned off in its process
             self.submit(data_dir, records)
             seconds = self.timed(str(SIDES_SCRIPT), "ours", PACKAGE, str(data_dir), str(records))
-        else:
+        else:  # raw, naive, dbos
             seconds = self.timed(str(SIDES_SCRIPT), side, PACKAGE, str(data_dir), str(records))
         applied = effects(data_dir)
         if applied != records:
@@ -102,12 +113,34 @@ def effects(data_dir: Path) -> int:
         conn.close()
 
 
+def dbos_version(project: Project) -> str | None:
+    """The installed dbos release, or None (the side is skipped)."""
+    done = subprocess.run([sys.executable, "-c", "import dbos; from importlib.metadata import version; print(version('dbos'))"],
+                          env=project.env, capture_output=True, text=True)
+    return done.stdout.strip() if done.returncode == 0 else None
+
+
+def dbos_durability(data_dir: Path) -> str:
+    """What DBOS's SQLite system database runs with, read back: its journal mode (kept in the
+    file) and the synchronous level a connection of this sqlite3 gets when, as in DBOS 3.4.0,
+    nobody sets it (per connection, SQLite's compiled default)."""
+    conn = sqlite3.connect(data_dir / "dbos-sys.sqlite")
+    try:
+        mode = str(conn.execute("PRAGMA journal_mode").fetchone()[0])
+        level = int(conn.execute("PRAGMA synchronous").fetchone()[0])
+    finally:
+        conn.close()
+    return f"journal_mode={mode}, synchronous={ {0: 'OFF', 1: 'NORMAL', 2: 'FULL', 3: 'EXTRA'}.get(level, level)}"
+
+
 def start_seconds(project: Project, imports: str) -> float:
     """The median of 3 interpreter starts that import ``imports`` and exit."""
     return statistics.median(project.timed("-c", f"import {imports}") for _ in range(3))
 
 
 def spread(values: list[float], fmt: str = ".0f") -> str:
+    if not values:
+        return "not run"
     return f"{statistics.median(values):{fmt}} ({min(values):{fmt}}-{max(values):{fmt}})"
 
 
@@ -135,11 +168,16 @@ def parse() -> argparse.Namespace:
                         help="off: the external service without its fsync per call, on every side "
                              "(our own cost with nothing to hide it; not a target)")
     parser.add_argument("--no-split", action="store_true", help="skip the per-record split of ours")
+    parser.add_argument("--no-dbos", action="store_true", help="leave the DBOS side out")
+    parser.add_argument("--dbos-max-records", type=int, default=DBOS_MAX_RECORDS, metavar="N",
+                        help=f"run the DBOS side only at record counts up to N (default {DBOS_MAX_RECORDS:,}: "
+                             "it pays ~15-25 ms per step on a 2-core machine)")
     parser.add_argument("--check", action="store_true",
                         help=f"exit 1 when ours < {TARGET_VS_RAW} x raw at some N (median of the rounds)")
     args = parser.parse_args()
     if args.quick:
         args.records, args.rounds = "1000,3000,6000", 2
+        args.dbos_max_records = min(args.dbos_max_records, 3000)
     args.sizes = [int(n) for n in args.records.split(",")]
     return args
 
@@ -155,30 +193,49 @@ def main() -> int:
                                               "print(Settings().batch_size)").stdout)
         ours_start = start_seconds(project, f"{PACKAGE}.cli")
         raw_start = start_seconds(project, f"{PACKAGE}.job, {PACKAGE}.runtime.external")
-        print(f"checkpoint project (batch size {batch_size}) vs a raw loop and a naive loop, the same effect "
-              f"(ExternalService.apply: one SQLite commit per call, service fsync {args.service_fsync}); {args.rounds} rounds per N, the sides "
-              f"alternating; every side a fresh python process timed from outside, interpreter start INCLUDED "
-              f"on all sides (start + imports: ours {ours_start * 1000:.0f} ms, raw/naive {raw_start * 1000:.0f} ms)")
-        print(f"{'records':>8}  {'raw rec/s':>18}  {'naive rec/s':>18}  {'ours rec/s':>18}  "
-              f"{'ours/raw':>18}  {'ours/naive':>18}  load (1 min)")
+        dbos = None if args.no_dbos else dbos_version(project)
+        sides = SIDES if dbos else tuple(s for s in SIDES if s != "dbos")
+        print(f"checkpoint project (batch size {batch_size}) vs a raw loop, a naive loop and DBOS, the same effect "
+              f"(ExternalService.apply: one SQLite commit per call, service fsync {args.service_fsync}); {args.rounds} "
+              f"rounds per N, the sides alternating; every side a fresh python process timed from outside, "
+              f"interpreter start INCLUDED on all sides (start + imports: ours {ours_start * 1000:.0f} ms, "
+              f"raw/naive {raw_start * 1000:.0f} ms", end="")
+        if dbos:
+            dbos_start = start_seconds(project, f"dbos, {PACKAGE}.job, {PACKAGE}.runtime.external")
+            print(f", dbos {dbos_start * 1000:.0f} ms)")
+            print(f"dbos {dbos}: one workflow, one @DBOS.step() per record, system database SQLite with DBOS's "
+                  f"own settings; run at N <= {args.dbos_max_records:,} (--dbos-max-records)")
+        else:
+            print(")")
+            print("dbos: left out (--no-dbos)" if args.no_dbos else f"dbos: skipped: dbos is not installed; {DBOS_INSTALL}")
+        print(f"{'records':>8}  {'raw rec/s':>18}  {'naive rec/s':>18}  {'ours rec/s':>18}  {'dbos rec/s':>18}  "
+              f"{'ours/raw':>18}  {'ours/naive':>18}  {'ours/dbos':>18}  load (1 min)")
+        journal = None
         for n in args.sizes:
+            here = tuple(s for s in sides if s != "dbos" or n <= args.dbos_max_records)
             rates: dict[str, list[float]] = {side: [] for side in SIDES}
             loads = []
             for r in range(args.rounds):
                 loads.append(os.getloadavg()[0])
-                order = SIDES[r % 3:] + SIDES[:r % 3]  # who goes first moves round by round
+                order = here[r % len(here):] + here[:r % len(here)]  # who goes first moves round by round
                 for side in order:
                     rates[side].append(project.side(side, root / f"{side}-{n}-{r}", n))
                 loads.append(os.getloadavg()[0])
+            if rates["dbos"] and journal is None:
+                journal = dbos_durability(root / f"dbos-{n}-0")
             vs_raw = [o / b for o, b in zip(rates["ours"], rates["raw"])]
             vs_naive = [o / b for o, b in zip(rates["ours"], rates["naive"])]
+            vs_dbos = [o / b for o, b in zip(rates["ours"], rates["dbos"])]
             print(f"{n:>8}  {spread(rates['raw']):>18}  {spread(rates['naive']):>18}  {spread(rates['ours']):>18}  "
-                  f"{spread(vs_raw, '.2f'):>18}  {spread(vs_naive, '.2f'):>18}  "
-                  f"{min(loads):.1f}-{max(loads):.1f}", flush=True)
+                  f"{spread(rates['dbos']):>18}  {spread(vs_raw, '.2f'):>18}  {spread(vs_naive, '.2f'):>18}  "
+                  f"{spread(vs_dbos, '.2f'):>18}  {min(loads):.1f}-{max(loads):.1f}", flush=True)
             if statistics.median(vs_raw) < TARGET_VS_RAW and project.service_fsync:
                 missed.append(f"ours/raw {statistics.median(vs_raw):.2f} < {TARGET_VS_RAW} at {n} records")
             if not args.no_split:
                 print(split_ours(project, root / f"split-{n}", n, batch_size), flush=True)
+        if journal is not None:
+            print(f"dbos system database, read back: {journal} (DBOS {dbos} sets neither: SQLite's defaults; "
+                  f"the rollback journal costs several fsyncs per commit, one commit per step)")
     for line in missed:
         print(f"MISSED: {line}")
     if not project.service_fsync:

@@ -5,6 +5,7 @@ fresh ``python`` process, timed from outside, exactly as ``python -m PKG run`` i
     PYTHONPATH=<project>/src python benchmarks/curve_sides.py naive   PKG DATA_DIR RECORDS
     PYTHONPATH=<project>/src python benchmarks/curve_sides.py profile PKG DATA_DIR RECORDS
     PYTHONPATH=<project>/src python benchmarks/curve_sides.py ours    PKG DATA_DIR RECORDS
+    PYTHONPATH=<project>/src python benchmarks/curve_sides.py dbos    PKG DATA_DIR RECORDS
 
 * ``raw``: the demo records, the job's ``process_record`` and the project's own external
   service (``ExternalService.apply``: one durable SQLite commit per call in external.db), the
@@ -16,6 +17,11 @@ fresh ``python`` process, timed from outside, exactly as ``python -m PKG run`` i
   Not timed by bench_curve.py's rounds: the measuring itself costs time.
 * ``ours``: the generated project's ``run`` (``cli.main``), for BENCH_SERVICE_FSYNC=off only
   (with the fsync on, bench_curve.py runs ``python -m PKG run`` itself).
+* ``dbos``: the same job on DBOS Transact (PyPI ``dbos``, a benchmark-only extra: ``pip install
+  -e '.[bench]'``): ONE workflow over the records, one ``@DBOS.step()`` per record calling the
+  same ``process_record`` and ``ExternalService.apply`` with the raw side's keys, its system
+  database SQLite (``dbos-sys.sqlite`` in DATA_DIR) with DBOS's own settings. Without dbos
+  installed it prints a ``skipped:`` line and exits 3 (bench_curve.py leaves the side out).
 
 BENCH_SERVICE_FSYNC=off (every side alike): the external service without its own fsync per
 call (``ExternalService(durable=False)``, a constructor argument only benchmarks use), so what
@@ -74,6 +80,50 @@ def raw_or_naive(package: str, data_dir: Path, records: int, *, keep_progress: b
         progress.close()
 
 
+#: DBOS pinned: the side is measured against this release (pyproject.toml's ``bench`` extra).
+DBOS_REQUIREMENT = "dbos==3.4.0"
+#: curve_sides.py dbos exits with this when dbos is not installed (bench_curve.py skips the side).
+EXIT_SKIPPED = 3
+#: The DBOS side's system database, in the side's data directory.
+DBOS_DB = "dbos-sys.sqlite"
+
+
+def dbos_side(package: str, data_dir: Path, records: int) -> int:
+    """The same job as ``raw``, as DBOS runs it: one workflow, one step per record."""
+    try:
+        from dbos import DBOS
+    except ImportError:
+        print(f"skipped: dbos is not installed (pip install '{DBOS_REQUIREMENT}', or pip install -e '.[bench]')")
+        return EXIT_SKIPPED
+    job = importlib.import_module(f"{package}.job")
+    external_mod = importlib.import_module(f"{package}.runtime.external")
+    task_size = importlib.import_module(f"{package}.settings").Settings().task_size
+    data_dir.mkdir(parents=True, exist_ok=True)
+    external = external_mod.ExternalService(data_dir)
+    process, fold = job.process_record, job.fold
+
+    @DBOS.step()
+    def record_step(seq: int, record: dict[str, Any]) -> Any:
+        return process(record, _keyed_effect(external, record, task_size, seq))
+
+    @DBOS.workflow()
+    def job_workflow(n: int) -> dict[str, Any]:
+        state = dict(job.INITIAL_STATE)
+        for seq, record in enumerate(job.demo_records(n)):
+            state = fold(state, record_step(seq, record))  # the running state, as ours keeps it
+        return state
+
+    DBOS(config={"name": "bench-job", "system_database_url": f"sqlite:///{data_dir / DBOS_DB}",
+                 "log_level": "WARNING"})
+    DBOS.launch()
+    try:
+        job_workflow(records)
+    finally:
+        DBOS.destroy()
+        external.close()
+    return 0
+
+
 def profile(package: str, data_dir: Path) -> dict[str, float]:
     """Run ``run`` in-process with its effect and its COMMITs timed (monkeypatched wrappers)."""
     store_mod = importlib.import_module(f"{package}.runtime.store")
@@ -126,10 +176,12 @@ def main(argv: list[str]) -> int:
         raw_or_naive(package, data_dir, records, keep_progress=side == "naive")
     elif side == "ours":
         return int(importlib.import_module(f"{package}.cli").main(["run", "--data-dir", str(data_dir)]))
+    elif side == "dbos":
+        return dbos_side(package, data_dir, records)
     elif side == "profile":
         print(json.dumps(profile(package, data_dir)))
     else:
-        print(f"unknown side {side!r}: raw, naive, profile or ours", file=sys.stderr)
+        print(f"unknown side {side!r}: raw, naive, dbos, profile or ours", file=sys.stderr)
         return 2
     return 0
 

@@ -1,9 +1,12 @@
 """The one line ``run`` prints when it ends well: records done, time, recoveries, calls in doubt.
 
 A run that says nothing leaves a newcomer guessing whether it did anything. The line is
-built from what the strategy's ``status`` already reads (before and after), the takeovers
-the owners' rule reported while it ran (runtime/owners.py: a unit left by a killed or
-silent worker), and the plain calls in doubt (effects.py). It costs two status reads.
+built from what the strategy's ``status`` reads at the end, the records this run committed
+(counted as the strategy commits them: its ``metrics.records_done`` calls), the takeovers the
+owners' rule reported while it ran (runtime/owners.py: a unit left by a killed or silent
+worker), and the plain calls in doubt (effects.py). It costs one status read, after the work:
+nothing is read before the first batch, so a restart does not wait for a read of every task
+(a status read grows with the tasks: ~50 ms at 200,000 records, benchmarks/bench_recovery.py).
 """
 
 from __future__ import annotations
@@ -20,28 +23,23 @@ class RunSummary:
     def __init__(self, ctx: Any) -> None:
         self.ctx = ctx
         self.started = time.monotonic()
-        self.before = self._done()
+        self.by_run = 0  # records committed by this process
         self.takeovers = 0
-        self._previous = metrics.takeover
-        previous = self._previous
+        self._previous = previous_takeover, previous_done = metrics.takeover, metrics.records_done
 
-        def counted(reason: str) -> None:  # the metrics' own hook still runs (it may be on)
+        # The metrics' own hooks still run (they may be on).
+        def counted(reason: str) -> None:
             self.takeovers += 1
-            previous(reason)
+            previous_takeover(reason)
 
-        metrics.takeover = counted
+        def committed(n: int) -> None:
+            self.by_run += n
+            previous_done(n)
 
-    def _done(self) -> int | None:
-        # The summary never decides how run ends: a store that cannot be read here (nobody submitted
-        # yet, an outage run rides out, a lock) is run's own business, with its own message and code.
-        try:
-            return int(self.ctx.strategy.status(self.ctx).get("done") or 0)
-        except Exception:
-            return None
+        metrics.takeover, metrics.records_done = counted, committed
 
     def stop(self) -> None:
-        if metrics.takeover is not self._previous:
-            metrics.takeover = self._previous
+        metrics.takeover, metrics.records_done = self._previous
 
     def line(self) -> str:
         self.stop()
@@ -49,10 +47,11 @@ class RunSummary:
         try:
             report = self.ctx.strategy.status(self.ctx)
             doubt = int(effects.summary(self.ctx.data_dir, self.ctx.settings)["in_doubt"])
-        except Exception:  # see _done: the work is finished; only the line is shorter
-            return f"run done in {seconds:.1f} s"
+        except Exception:
+            # The summary never decides how run ends: the work is finished; only the line is shorter.
+            return f"run done in {seconds:.1f} s ({self.by_run} records by this run)"
         done, total = int(report.get("done") or 0), int(report.get("total") or 0)
-        by_run = "" if self.before is None else f" ({max(0, done - self.before)} by this run)"
+        by_run = f" ({self.by_run} by this run)"
         recovered = (f"{self.takeovers} unit(s) taken over from a killed or silent worker" if self.takeovers
                      else "nothing to recover")
         doubted = (f"{doubt} call(s) in doubt (see `reconcile`)" if doubt else "0 calls in doubt")

@@ -210,7 +210,8 @@ class Worker(EffectsSubscriber):
             self.skip.add(row["task_id"])
             return 0
         faults.window(APPEND_WINDOW)
-        metrics.records_done(done)  # runtime/metrics.py
+        # Replayed commands came back as their first result: an earlier batch committed them.
+        metrics.records_done(done - replayed)  # runtime/metrics.py (and run's summary line)
         if IDEMPOTENT and done:
             # The client acknowledges one batch late (like a consumer that commits its
             # offsets lazily): a kill makes it re-send the last batch, and every one of
