@@ -97,29 +97,40 @@ def _batch_number(path: Path) -> int | None:
     return int(stem) if stem.isdigit() else None
 
 
+class CheckpointLost(Exception):
+    """An entry older than the newest is unreadable: more was lost than a power cut can take from a
+    checkpoint the sink synced. Planning those batches again could pair a batch id the sink committed
+    with other input, so nothing is removed."""
+
+
 def mend(location: Path) -> list[str]:
-    """Before the query starts: remove the newest entry of each log while it is unreadable (a power cut's
-    doing), and an unreadable ``metadata``; what was removed, relative to ``location``."""
+    """Before the query starts: the newest entry of each log removed when it is unreadable (a power cut's
+    doing), and an unreadable ``metadata``; what was removed, relative to ``location``. Only the newest:
+    every older entry was synced before the sink committed its batch (:func:`sync_batch`)."""
     removed: list[str] = []
-
-    def remove(path: Path) -> None:
-        for victim in (path, _crc(path)):
-            with contextlib.suppress(FileNotFoundError):
-                victim.unlink()
-        removed.append(str(path.relative_to(location)))
-
     if not location.is_dir():
         return removed
     for log in _logs(location):
-        while log.is_dir():
-            entries = [p for p in log.iterdir() if p.is_file() and _batch_number(p) is not None]
-            if not entries:
-                break
-            newest = max(entries, key=lambda p: _batch_number(p) or 0)
-            if not _unreadable(newest, log_entry=True):
-                break
-            remove(newest)
+        entries = sorted((p for p in log.iterdir() if p.is_file() and _batch_number(p) is not None),
+                         key=lambda p: _batch_number(p) or 0) if log.is_dir() else []
+        if entries and _unreadable(entries[-1], log_entry=True):
+            if len(entries) > 1 and _unreadable(entries[-2], log_entry=True):
+                raise CheckpointLost(f"Spark's checkpoint at {location} lost more than its newest entries "
+                                     f"({entries[-2].relative_to(location)} is unreadable too): it was not "
+                                     "synced, so it cannot be mended. The sink's results are intact; restore "
+                                     "the checkpoint location from a copy, or move it aside to start a new one "
+                                     "(the sink skips the batch ids it committed, but new input may then be "
+                                     "paired with old ids: check the results afterwards)")
+            _remove(entries[-1])
+            removed.append(str(entries[-1].relative_to(location)))
     metadata = location / METADATA
     if metadata.exists() and _unreadable(metadata, log_entry=False):
-        remove(metadata)
+        _remove(metadata)
+        removed.append(METADATA)
     return removed
+
+
+def _remove(path: Path) -> None:
+    for victim in (path, _crc(path)):
+        with contextlib.suppress(FileNotFoundError):
+            victim.unlink()

@@ -182,10 +182,13 @@ MORE_ROUNDS = 3
 
 def _mend(ctx: Context) -> None:
     """Before a query starts: the newest checkpoint entries a power cut left empty removed (checkpoint_sync.py)."""
-    from .checkpoint_sync import local_dir, mend
+    from .checkpoint_sync import CheckpointLost, local_dir, mend
 
     location = local_dir(checkpoint_location(ctx))
-    removed = mend(location) if location is not None else []
+    try:
+        removed = mend(location) if location is not None else []
+    except CheckpointLost as exc:
+        raise JobError(str(exc)) from None
     if removed:
         print(f"Spark's checkpoint: removed {', '.join(removed)} (left empty by a power cut: the batch is planned "
               "again and the sink skips what it committed)", flush=True)
