@@ -37,6 +37,7 @@ and the verdict judges the outcome. Several workers: power_loss_workers.py.
 from __future__ import annotations
 
 import argparse
+import os
 import signal
 import sqlite3
 import subprocess
@@ -152,8 +153,16 @@ class PowerLossRun(CrashPointRun):
         return super().landed(target, code, trace)
 
     # ------------------------------------------------------------ the cut
+    own_session = True  # a cut ends the worker's children with it (the stream project's JVM)
+
+    def dead_workers(self) -> list[subprocess.Popen[bytes]]:
+        """The workers of the cut just made (one here; power_loss_workers.py: all of them)."""
+        return [self.worker] if self.worker is not None else []
+
     def after_worker(self, target: Target | None, code: int) -> None:
         """The worker is dead: read the store, cut the power (clear LazyFS's cache), read it again."""
+        for worker in self.dead_workers():  # the power is out for its children too (Spark's JVM)
+            end_group(worker.pid)
         before = self.read_store()
         seconds = self.cut_power()
         gone = store_snapshot.lost(before, self.read_store())
@@ -224,6 +233,30 @@ class PowerLossRun(CrashPointRun):
                                                        f"first, cut {first['n']} at {first['point']}: "
                                                        + "; ".join(first[key][:3])))
         return failures
+
+
+def end_group(pgid: int, timeout_s: float = 10.0) -> None:
+    """SIGKILL every process left in the group ``pgid`` (a dead worker's children), and wait until none is left."""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        try:
+            os.killpg(pgid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            return  # nobody left in the group
+        if not _alive_in_group(pgid):
+            return  # only zombies left (dead, their files closed), waiting for their reaper
+        time.sleep(0.02)
+
+
+def _alive_in_group(pgid: int) -> bool:
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except (OSError, IndexError):
+            continue
+        if len(fields) > 2 and fields[2] == str(pgid) and fields[0] != "Z":
+            return True
+    return False
 
 
 def _count(items: Any) -> dict[str, int]:

@@ -100,6 +100,9 @@ class ManyWorkersCuts:
                     proc.wait()
             raise
 
+    def dead_workers(self: Any) -> list[Any]:
+        return list(self.running)
+
     def in_commit_markers(self: Any) -> bool:
         """Any worker of the last cut killed inside a COMMIT (durability.py's marker for its pid)."""
         if self.in_commit is None:

@@ -67,6 +67,9 @@ def worker_env(data_dir: Path, target: Target | None) -> dict[str, str]:
 
 
 class CrashPointRun:
+    #: Each worker in a process group of its own (power_loss.py: a power cut ends its children too).
+    own_session = False
+
     def __init__(self, ctx: Context, plan: SweepPlan, prepare: Prepare, *, seed: int, work_ms: float,
                  data_dir: Path | None, emit: Callable[[dict[str, Any]], None], fail_rate: float | None = None,
                  mode: str = "sweep", extra: dict[str, Any] | None = None) -> None:
@@ -166,7 +169,7 @@ class CrashPointRun:
     def _spawn(self, data_dir: Path, log: Any, target: Target | None) -> subprocess.Popen[bytes]:
         cmd = [sys.executable, "-m", settings_module.PACKAGE, "run", "--data-dir", str(self.work_dir or data_dir)]
         self.worker = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=log, stderr=log,
-                                       env=worker_env(data_dir, target))
+                                       env=worker_env(data_dir, target), start_new_session=self.own_session)
         return self.worker
 
     def _wait(self, proc: subprocess.Popen[bytes], probe: sqlite3.Connection, *, measure_from: int | None) -> int:

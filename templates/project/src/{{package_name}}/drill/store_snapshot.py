@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import shutil
 import sqlite3
 import tempfile
@@ -82,8 +83,13 @@ def _tables(path: Path) -> dict[str, list[Any]]:
 def _files(directory: Path, skip: tuple[str, ...]) -> list[Path]:
     """The files under ``directory`` that can promise something: not temporary files, not SQLite's own,
     not under the ``skip`` directories (relative to ``directory``: what the strategy keeps no promise in)."""
-    return sorted(p for p in Path(directory).rglob("*") if p.is_file() and not p.name.endswith(SKIPPED)
-                  and not any(p.relative_to(directory).parts[0] == name for name in skip))
+    found = []
+    for root, dirs, files in os.walk(directory):  # a directory that vanishes meanwhile is passed over
+        top = Path(root) == Path(directory)
+        if top:
+            dirs[:] = [d for d in dirs if d not in skip]  # not even walked: Spark's scratch comes and goes
+        found += [Path(root) / name for name in files if not name.endswith(SKIPPED) and not (top and name in skip)]
+    return sorted(found)
 
 
 def take(directory: Path, skip: tuple[str, ...] = ()) -> Snapshot:
