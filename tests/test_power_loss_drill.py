@@ -21,6 +21,8 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -125,26 +127,38 @@ def test_checkpoint_files_renamed_without_fsync_fail_with_committed_lost(tmp_pat
     assert _mounts_under(tmp_path) == []
 
 
-def test_a_sigterm_to_the_drill_unmounts(checkpoint_project: scaffold.Generated, tmp_path: Path) -> None:
-    project, package = checkpoint_project.dest, checkpoint_project.package
-    proc = subprocess.Popen(_command(package, tmp_path / "d", "--events", "--records", 300), cwd=project,
-                            env=_env(project), stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+@contextmanager
+def drill_at_first_cut(command: list[str], cwd: Path, env: dict[str, str]) -> Iterator[subprocess.Popen[str]]:
+    """A power-loss drill (``--events``) stopped on its way at its first power cut (mounted, workers
+    running) and handed to the body; killed if the body leaves it running."""
+    proc = subprocess.Popen(command, cwd=cwd, env=env, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
     try:
         assert proc.stdout is not None
-        for line in proc.stdout:  # wait for the first power cut: mounted, workers running
+        for line in proc.stdout:
             if json.loads(line).get("event") == "power_cut":
                 break
-        assert _mounts_under(tmp_path), "the drill's LazyFS mount was not seen while it ran"
-        proc.send_signal(signal.SIGTERM)
-        code = proc.wait(timeout=60)
+        yield proc
     finally:
         if proc.poll() is None:
             proc.kill()
             proc.wait()
-    assert code == 128 + signal.SIGTERM
-    deadline = time.monotonic() + 10
-    while _mounts_under(tmp_path) and time.monotonic() < deadline:
+
+
+def wait_while(condition: Callable[[], object], timeout_s: float = 10.0) -> None:
+    deadline = time.monotonic() + timeout_s
+    while condition() and time.monotonic() < deadline:
         time.sleep(0.1)
+
+
+def test_a_sigterm_to_the_drill_unmounts(checkpoint_project: scaffold.Generated, tmp_path: Path) -> None:
+    project, package = checkpoint_project.dest, checkpoint_project.package
+    with drill_at_first_cut(_command(package, tmp_path / "d", "--events", "--records", 300), project,
+                            _env(project)) as proc:
+        assert _mounts_under(tmp_path), "the drill's LazyFS mount was not seen while it ran"
+        proc.send_signal(signal.SIGTERM)
+        code = proc.wait(timeout=60)
+    assert code == 128 + signal.SIGTERM
+    wait_while(lambda: _mounts_under(tmp_path))
     assert _mounts_under(tmp_path) == [] and load_lazyfs().lazyfs_mounts(tmp_path) == []
 
 

@@ -17,7 +17,6 @@ import json
 import signal
 import subprocess
 import tempfile
-import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -26,7 +25,8 @@ import pytest
 from lazyfs_support import skip_reason
 from pg_server import find_bin, postgres_server
 from suite_share import one_here_rest_in_soak
-from test_power_loss_drill import SEEDS, _command, _env, _mounts_under, _mutated
+from test_power_loss_drill import (SEEDS, _command, _env, _mounts_under, _mutated, drill_at_first_cut,
+                                   wait_while)
 
 from advisor import scaffold
 
@@ -144,29 +144,17 @@ def test_set_local_synchronous_commit_off_in_the_checkpoint_fails_with_committed
 def test_a_sigterm_to_the_drill_stops_its_server_and_unmounts(tmp_path: Path) -> None:
     generated = _generate(tmp_path, "checkpoint")
     roots_before = _throwaway_roots()
-    with team_server() as url:
-        proc = subprocess.Popen(_command(generated.package, tmp_path / "d", "--events", "--records", 300),
-                                cwd=generated.dest, env={**_env(generated.dest), "DATABASE_URL": url},
-                                stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
-        try:
-            assert proc.stdout is not None
-            for line in proc.stdout:  # the first power cut: server up, workers running
-                if json.loads(line).get("event") == "power_cut":
-                    break
-            new_roots = _throwaway_roots() - roots_before
-            assert len(new_roots) == 1, new_roots
-            root = next(iter(new_roots))
-            postmaster = int((root / "mount" / "data" / "postmaster.pid").read_text().split()[0])
-            proc.send_signal(signal.SIGTERM)
-            code = proc.wait(timeout=90)
-        finally:
-            if proc.poll() is None:
-                proc.kill()
-                proc.wait()
+    with team_server() as url, drill_at_first_cut(
+            _command(generated.package, tmp_path / "d", "--events", "--records", 300), generated.dest,
+            {**_env(generated.dest), "DATABASE_URL": url}) as proc:
+        new_roots = _throwaway_roots() - roots_before
+        assert len(new_roots) == 1, new_roots
+        root = next(iter(new_roots))
+        postmaster = int((root / "mount" / "data" / "postmaster.pid").read_text().split()[0])
+        proc.send_signal(signal.SIGTERM)
+        code = proc.wait(timeout=90)
     assert code == 128 + signal.SIGTERM
-    deadline = time.monotonic() + 10
-    while root.exists() and time.monotonic() < deadline:
-        time.sleep(0.1)
+    wait_while(root.exists)
     assert not root.exists() and not Path(f"/proc/{postmaster}").exists()
     assert not any(str(root) in line for line in Path("/proc/self/mountinfo").read_text().splitlines())
 

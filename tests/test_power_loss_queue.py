@@ -12,29 +12,20 @@ The broker is the remote side, off the mount like the simulated service; the con
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from lazyfs_support import skip_reason
-from rabbitmq_server import RabbitMQ, find_server, rabbitmq_server
+from rabbitmq_server import RabbitMQ
 from suite_share import one_here_rest_in_soak
 from test_power_loss_drill import FULL, SEEDS, _mounts_under, _mutated
-from test_template_rabbitmq import QUEUE_PROJECTS, _drill
+from test_template_rabbitmq import QUEUE_PROJECTS, _drill, broker  # noqa: F401 (a fixture, used by name)
 
 from advisor import scaffold
 
 pytestmark = [pytest.mark.slow, pytest.mark.skipif(skip_reason() is not None, reason=str(skip_reason()))]
 
 RECORDS = ("--records", 400)
-
-
-@pytest.fixture(scope="module")
-def broker() -> Iterator[RabbitMQ]:
-    if find_server() is None:
-        pytest.fail("rabbitmq-server is not installed: `make test` installs it (make rabbitmq)")
-    with rabbitmq_server() as node:
-        yield node
 
 
 def _generate(tmp_path: Path, strategy: str) -> scaffold.Generated:

@@ -55,7 +55,8 @@ def write_batch(location: Path, batch_id: int) -> None:
     """What Spark writes for one micro-batch before the sink runs: the previous commit, this offset, the source log."""
     if batch_id > 0:
         spark_entry(location / "commits" / str(batch_id - 1), json.dumps({"nextBatchWatermarkMs": 0}))
-    spark_entry(location / "offsets" / str(batch_id), json.dumps({"batchWatermarkMs": 0}) + "\n{\"logOffset\":%d}" % batch_id)
+    offset = json.dumps({"batchWatermarkMs": 0}) + "\n" + json.dumps({"logOffset": batch_id})
+    spark_entry(location / "offsets" / str(batch_id), offset)
     spark_entry(location / "sources" / "0" / str(batch_id), json.dumps({"path": f"file:/landing/{batch_id}"}))
 
 
