@@ -87,6 +87,22 @@ def test_a_preview_that_arrives_after_the_screen_is_gone_is_dropped(catalog: Cat
     asyncio.run(walk())
 
 
+@pytest.mark.parametrize("clear", [("ctrl+u",), ("end", "shift+home", "backspace")], ids=["ctrl-u", "select-and-delete"])
+def test_typing_right_after_clearing_the_name_keeps_every_character(clear: tuple[str, ...], catalog: Catalog,
+                                                                    tmp_path: Path) -> None:
+    """Cleared and typed at once, while the first preview still renders the template in a thread (it
+    imports Copier): every key lands in the field, and the destination follows the new name."""
+    async def walk() -> tuple[str, str]:
+        app = make_app(catalog, BATCH, workdir=tmp_path)
+        async with app.run_test(size=(140, 45)) as pilot:
+            await open_generate(pilot)
+            await pilot.press(*clear, *"Nightly Sync")
+            await pilot.pause()
+            return (app.screen.query_one("#project-name", Input).value, app.screen.query_one("#dest", Input).value)
+
+    assert asyncio.run(walk()) == ("Nightly Sync", "nightly_sync")
+
+
 def test_the_store_choice_reaches_the_template_and_a_typed_destination_stays(
     catalog: Catalog, tmp_path: Path
 ) -> None:
