@@ -226,9 +226,9 @@ def main() -> int:
                 for side in order:
                     rates[side].append(project.side(side, root / f"{side}-{n}-{r}", n))
                 if with_dbos:
-                    # Last in every round, then its writes flushed: a side run right after DBOS's
-                    # ~50,000 fsyncs paid for their writeback (ours followed it in 2 of 3 rounds
-                    # of a rotation of four: ours/raw 0.64 at 15,000 records, 0.87 without DBOS).
+                    # Last in every round, then its writes flushed: in a rotation of four, ours ran
+                    # right after DBOS in 2 of 3 rounds and ours/raw fell to 0.64 at 15,000 records
+                    # (0.87 without DBOS at the same load): docs/benchmarks.md.
                     rates["dbos"].append(project.side("dbos", root / f"dbos-{n}-{r}", n))
                     os.sync()
                 loads.append(os.getloadavg()[0])
