@@ -107,7 +107,9 @@ def build_session(ctx: Context) -> Any:
 
     local = (ctx.data_dir / LOCAL).resolve()
     shutil.rmtree(local, ignore_errors=True)  # what a killed driver left behind
-    (local / "tmp").mkdir(parents=True)
+    # What rmtree could not remove is a dead JVM's scratch (after a power cut, entries LazyFS or a real
+    # disk keeps in odd states): harmless to a new JVM, and no reason for the driver not to start.
+    (local / "tmp").mkdir(parents=True, exist_ok=True)
     # Plain python: pass what spark-submit would (a PYSPARK_SUBMIT_ARGS of your own wins).
     # Under spark-submit (PYSPARK_GATEWAY_PORT set) its --master and --conf decide.
     given = os.environ.get("PYSPARK_SUBMIT_ARGS")
