@@ -248,6 +248,26 @@ def test_a_together_rule_needs_every_symptom_it_names(catalog_copy):
     assert all(f.score == 0 for f in one)
 
 
+def test_an_unless_rule_is_ruled_out_only_by_an_answer_given(catalog_copy):
+    """`unless`: "a message comes back while its task still runs" holds for a team that did not say
+    how long its tasks take, and not for one whose tasks take seconds."""
+    rule = GOOD_RULE.replace("    when: {outputs: outside_store}\n", "    unless: {duration: seconds}\n")
+    (catalog_copy / "evidence.yaml").write_text("rules:\n" + rule)
+    catalog = load_catalog(catalog_copy)
+
+    def score(answers):
+        findings = review({**answers, "symptoms": "duplicate_effect", "outputs": "outside_store"}, catalog,
+                          current=CurrentDesign("checkpoint")).findings
+        return {f.control.id: f.score for f in findings}["partial-output-published-atomically"]
+
+    assert score({}) == score({"duration": "hours"}) == 2
+    assert score({"duration": "seconds"}) == 0
+    (catalog_copy / "evidence.yaml").write_text("rules:\n" + rule.replace("{duration: seconds}", "{duration: days}"))
+    with pytest.raises(CatalogError) as err:
+        load_catalog(catalog_copy)
+    assert "unless" in str(err.value) and "unknown value" in str(err.value)
+
+
 def test_a_good_rule_loads_and_a_catalog_without_the_file_ranks_by_declaration(catalog_copy):
     (catalog_copy / "evidence.yaml").write_text("rules:\n" + GOOD_RULE)
     rules = load_catalog(catalog_copy).evidence.rules

@@ -302,11 +302,15 @@ class EvidenceRule:
     weights: Mapping[str, float]  # control id → weight
     says: str  # why, in a few words ("a retried attempt re-used the failed one's output")
     together: bool = False  # every one of ``symptoms`` seen (a pattern no single symptom shows)
+    # Answers that rule it out. Unlike ``when``, an unanswered question does not: "unless the unit
+    # takes seconds" still holds for a team that did not say how long its units take.
+    unless: Condition = field(default_factory=dict)
 
     def holds(self, symptoms: tuple[str, ...], answers: Mapping[str, str]) -> bool:
         match = all if self.together else any
         seen = not self.symptoms or match(s in symptoms for s in self.symptoms)
-        return seen and condition_holds(self.when, answers)
+        ruled_out = any(answers.get(q) in values for q, values in self.unless.items())
+        return seen and condition_holds(self.when, answers) and not ruled_out
 
 
 @dataclass(frozen=True)

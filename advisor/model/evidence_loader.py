@@ -48,7 +48,7 @@ def _weights(r: Reader, control_ids: Sequence[str]) -> dict[str, float]:
 
 
 def _rule(r: Reader, questions: Mapping[str, Question], control_ids: Sequence[str]) -> EvidenceRule:
-    r.only("id", "symptoms", "together", "when", "raise", "says")
+    r.only("id", "symptoms", "together", "when", "unless", "raise", "says")
     rid = r.text("id")
     if not _RULE_ID.match(rid):
         raise r.error("id", f"{rid!r} is not a rule id: use lowercase words joined by '-'")
@@ -60,9 +60,10 @@ def _rule(r: Reader, questions: Mapping[str, Question], control_ids: Sequence[st
     if together and len(symptoms) < 2:
         raise r.error("together", "`together` names at least two symptoms (one is `symptoms`)")
     when = read_conditions(r, "when", questions)
+    unless = read_conditions(r, "unless", questions)
     if not symptoms and not when:
         raise r.error("when", "a rule needs `symptoms`, `when` or both: without either it would raise every case alike")
-    return EvidenceRule(rid, symptoms, when, _weights(r, control_ids), r.text("says"), together)
+    return EvidenceRule(rid, symptoms, when, _weights(r, control_ids), r.text("says"), together, unless)
 
 
 def _keywords(top: Reader, questions: Mapping[str, Question]) -> dict[str, tuple[str, ...]]:
