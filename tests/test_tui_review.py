@@ -167,7 +167,10 @@ def test_the_symptoms_come_first_and_rank_the_findings(catalog: Catalog, tmp_pat
             assert app.session.answers["symptoms"] == "corrupt_state,never_finishes"
             await pilot.press(str(choices.index("never_finishes") + 1))  # toggled off again
             assert app.session.answers["symptoms"] == "corrupt_state"
-            await pilot.press("tab", "up", "enter")  # the owner: from "don't know" up to "a product we run"
+            await pilot.press("tab", "home", "down", "enter")  # when it happened: the second choice, a crash
+            assert app.session.answers["trigger"] == "crash"
+            assert app.screen.query_one("#engine-owner").has_focus  # enter moved on to the owner
+            await pilot.press("up", "enter")  # the owner: from "don't know" up to "a product we run"
             assert app.session.answers["engine_owner"] == "product"
             assert isinstance(app.screen, CurrentStrategyScreen)
             await pilot.press(str(list(catalog.strategy_ids).index("checkpoint") + 1), "right")
@@ -187,6 +190,7 @@ def test_the_symptoms_come_first_and_rank_the_findings(catalog: Catalog, tmp_pat
     asyncio.run(walk())
     loaded = load_review_file(tmp_path / "answers.yml", catalog)
     assert loaded.answers["symptoms"] == "corrupt_state" and loaded.answers["engine_owner"] == "product"
+    assert loaded.answers["trigger"] == "crash" and "when it happened (a crash)" in (tmp_path / "decision-record.md").read_text()
     monkeypatch.chdir(tmp_path)
     assert main(["review", "--answers", "answers.yml", "--out", "again.md"]) == 0
     assert (tmp_path / "again.md").read_text() == (tmp_path / "decision-record.md").read_text()
@@ -209,4 +213,4 @@ def test_the_main_walkthrough_leaves_the_evidence_to_the_review(catalog: Catalog
 
     session = Session(catalog=catalog, workdir=tmp_path, show_all=True)
     asked = [q.id for q in session.questions()]
-    assert "symptoms" not in asked and "engine_owner" not in asked and "broker" in asked
+    assert not {"symptoms", "trigger", "engine_owner"} & set(asked) and "broker" in asked

@@ -288,6 +288,7 @@ class Scenario:
 
 
 SYMPTOMS = "symptoms"  # the question evidence rules read by its values (what the team saw)
+TRIGGER = "trigger"  # when it happened (a deploy, a crash, a retry): evidence rules read it in `when`
 
 
 @dataclass(frozen=True)

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
-from advisor.model.catalog import SYMPTOMS, Catalog, answer_values
+from advisor.model.catalog import SYMPTOMS, TRIGGER, Catalog, answer_values
 from advisor.review.plan import NOT_OWNED, likely, depends_on_unanswered, ids, numbers, unanswered_conditions
 
 if TYPE_CHECKING:
@@ -35,8 +35,12 @@ def _evidence_line(r: Review, catalog: Catalog) -> str:
         return question.choice(symptom).label.split(" — ")[0].lower()
 
     parts = []
+    when = r.rec.answers.get(TRIGGER)
+    during = f", when it happened ({catalog.question(TRIGGER).choice(when).label.split(' — ')[0].lower()})" if when else ""
     if r.seen.answered:
-        parts.append(f"ranked by what you saw ({', '.join(map(label, r.seen.answered))}) and your answers")
+        parts.append(f"ranked by what you saw ({', '.join(map(label, r.seen.answered))}){during} and your answers")
+    elif during:
+        parts.append(f"ranked by{during[1:]} and your answers")
     if r.seen.inferred:
         said = ", ".join(f'{label(s)} ("{w}")' for s, w in r.seen.inferred)
         parts.append(f"the context's words suggest {said} as well (not answered: confirm with `{SYMPTOMS}`)")

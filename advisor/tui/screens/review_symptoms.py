@@ -1,4 +1,4 @@
-"""Review, step 1: what the team saw (several symptoms) and who owns the engine.
+"""Review, step 1: what the team saw (several symptoms), when it happened and who owns the engine.
 
 The findings are ranked by this evidence (``strategies/evidence.yaml``): the first finding is
 the likeliest cause of what was seen. Both answers go into the session's answers, so the
@@ -9,12 +9,12 @@ from __future__ import annotations
 
 from textual.app import ComposeResult
 from textual.binding import Binding
-from textual.containers import Vertical
+from textual.containers import Horizontal, Vertical
 from textual.widgets import Footer, Header, OptionList, SelectionList, Static
 from textual.widgets.option_list import Option
 from textual.widgets.selection_list import Selection
 
-from advisor.model.catalog import MULTIPLE_SEPARATOR, SYMPTOMS, answer_values
+from advisor.model.catalog import MULTIPLE_SEPARATOR, SYMPTOMS, TRIGGER, answer_values
 from advisor.tui.screens.review_base import ReviewStepScreen
 from advisor.tui.session import UNKNOWN
 from advisor.tui.widgets.review_steps import ReviewSteps
@@ -29,7 +29,8 @@ def short(label: str) -> str:
 
 
 class SymptomsScreen(ReviewStepScreen):
-    """space (or 1-7) toggles a symptom; tab moves to the engine's owner; → or enter goes on."""
+    """space (or 1-7) toggles a symptom; tab moves to when it happened, then to the engine's owner;
+    → (or enter on the owner) goes on."""
 
     STEP = 0
 
@@ -46,8 +47,9 @@ class SymptomsScreen(ReviewStepScreen):
             yield ReviewSteps(id="review-steps")
             yield Static("What did you see, or what do you fear? (space toggles; several)", classes="review-asks")
             yield SelectionList[str](id="symptom-list")
-            yield Static("Who owns the engine that runs the job's recovery? (tab)", classes="review-asks")
-            yield OptionList(id="engine-owner")
+            with Horizontal(id="review-evidence"):  # side by side: both fit above the help at 80x24
+                yield OptionList(id="trigger")
+                yield OptionList(id="engine-owner")
             yield Static("", id="symptom-help")
         yield Footer()
 
@@ -58,16 +60,22 @@ class SymptomsScreen(ReviewStepScreen):
         symptoms = self.query_one("#symptom-list", SelectionList)
         for n, choice in enumerate(session.catalog.question(SYMPTOMS).choices, start=1):
             symptoms.add_option(Selection(f"{n} {short(choice.label)}", choice.id, choice.id in seen))
-        owners = self.query_one("#engine-owner", OptionList)
-        question = session.catalog.question(ENGINE_OWNER)
-        for choice in question.choices:
-            owners.add_option(Option(choice.label, id=choice.id))
-        owners.add_option(Option("I don't know", id=UNKNOWN))
-        ids = [c.id for c in question.choices]
-        owner = session.answers.get(ENGINE_OWNER)
-        owners.highlighted = ids.index(owner) if owner in ids else len(ids)
+        self._fill("#trigger", TRIGGER, "When did it happen? (tab)")
+        self._fill("#engine-owner", ENGINE_OWNER, "Who owns the engine? (tab)")
         symptoms.focus()
         self.show_help()
+
+    def _fill(self, selector: str, question_id: str, title: str) -> None:
+        """One single-answer list: its choices (short labels), "I don't know", the answer highlighted."""
+        options = self.query_one(selector, OptionList)
+        options.border_title = title
+        question = self.session.catalog.question(question_id)
+        for choice in question.choices:
+            options.add_option(Option(short(choice.label), id=choice.id))
+        options.add_option(Option("I don't know", id=UNKNOWN))
+        ids = [c.id for c in question.choices]
+        answer = self.session.answers.get(question_id)
+        options.highlighted = ids.index(answer) if answer in ids else len(ids)
 
     def save(self) -> None:
         """The session's answers follow every change (the export writes them)."""
@@ -82,10 +90,13 @@ class SymptomsScreen(ReviewStepScreen):
     def show_help(self) -> None:
         """Under the lists: the help of the highlighted choice of the list that has the focus."""
         catalog = self.session.catalog
-        owners = self.query_one("#engine-owner", OptionList)
-        if owners.has_focus and owners.highlighted is not None:
-            option_id = owners.get_option_at_index(owners.highlighted).id
-            text = next((c.help for c in catalog.question(ENGINE_OWNER).choices if c.id == option_id), "Leave it open.")
+        lists = ((self.query_one("#trigger", OptionList), TRIGGER), (self.query_one("#engine-owner", OptionList), ENGINE_OWNER))
+        focused = next(((o, q) for o, q in lists if o.has_focus and o.highlighted is not None), None)
+        if focused is not None:
+            options, question_id = focused
+            option_id = options.get_option_at_index(options.highlighted).id
+            choice = next((c for c in catalog.question(question_id).choices if c.id == option_id), None)
+            text = f"{choice.label}. {choice.help}" if choice else "Leave it open."
         else:
             symptoms = self.query_one("#symptom-list", SelectionList)
             index = symptoms.highlighted if symptoms.highlighted is not None else 0
@@ -102,6 +113,10 @@ class SymptomsScreen(ReviewStepScreen):
         self.show_help()
 
     def on_option_list_option_selected(self, event: OptionList.OptionSelected) -> None:
+        if event.option_list.id == "trigger":  # enter: when it happened; then on to the owner
+            self.session.answer(TRIGGER, event.option_id or UNKNOWN)
+            self.query_one("#engine-owner", OptionList).focus()
+            return
         self.session.answer(ENGINE_OWNER, event.option_id or UNKNOWN)
         self.action_next()
 
@@ -114,10 +129,10 @@ class SymptomsScreen(ReviewStepScreen):
         from advisor.tui.screens.review_current import CurrentStrategyScreen
 
         self.save()
-        owners = self.query_one("#engine-owner", OptionList)
-        if owners.has_focus and owners.highlighted is not None:  # → keeps the highlighted owner
-            option = owners.get_option_at_index(owners.highlighted)
-            self.session.answer(ENGINE_OWNER, option.id or UNKNOWN)
+        for selector, question_id in (("#trigger", TRIGGER), ("#engine-owner", ENGINE_OWNER)):
+            options = self.query_one(selector, OptionList)
+            if options.has_focus and options.highlighted is not None:  # → keeps the highlighted answer
+                self.session.answer(question_id, options.get_option_at_index(options.highlighted).id or UNKNOWN)
         self.app.push_screen(CurrentStrategyScreen())
 
     def action_back(self) -> None:
