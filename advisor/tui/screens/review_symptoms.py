@@ -91,10 +91,10 @@ class SymptomsScreen(ReviewStepScreen):
         """Under the lists: the help of the highlighted choice of the list that has the focus."""
         catalog = self.session.catalog
         lists = ((self.query_one("#trigger", OptionList), TRIGGER), (self.query_one("#engine-owner", OptionList), ENGINE_OWNER))
-        focused = next(((o, q) for o, q in lists if o.has_focus and o.highlighted is not None), None)
+        focused = next(((o, o.highlighted, q) for o, q in lists if o.has_focus and o.highlighted is not None), None)
         if focused is not None:
-            options, question_id = focused
-            option_id = options.get_option_at_index(options.highlighted).id
+            options, index, question_id = focused
+            option_id = options.get_option_at_index(index or 0).id
             choice = next((c for c in catalog.question(question_id).choices if c.id == option_id), None)
             text = f"{choice.label}. {choice.help}" if choice else "Leave it open."
         else:
