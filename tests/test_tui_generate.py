@@ -223,7 +223,11 @@ def test_try_it_runs_the_drill_live_to_a_verdict(catalog: Catalog, tmp_path: Pat
             chart = screen.query_one(ProgressChart)
             # The 3 kills asked for, plus the default schedule's successor on another host (a graceful
             # stop of the first worker, drawn as a kill too); every one recovered.
-            assert 3 <= len(chart.kills) <= 4 and chart.points[-1][1] == 300
+            assert 3 <= len(chart.kills) <= 4
+            # The chart ends at every record done: the 300 asked for, or more where a slow machine made
+            # the drill add records so that every kill could land (the verdict then says how many).
+            end = chart.points[-1][1]
+            assert end == 300 or f"{end} records ({end - 300} added to land every fault)" in verdict
             log = shown(app, "#drill-lines")
             assert log.count("✕ kill") == len(chart.kills) == log.count("✔ recovered")
             await pilot.pause()

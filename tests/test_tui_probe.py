@@ -90,7 +90,7 @@ def test_probe_my_job_from_the_findings_shows_kills_and_verdict_and_the_export_c
             assert report["verdict"] in shown(app, "#probe-verdict")
             # The verdict is on screen when it arrives (scrolled to), not below the form at 140×45.
             box = app.screen.query_one("#probe-verdict")
-            assert 0 <= app.screen.find_widget(box).region.y < 45
+            await until(pilot, lambda: 0 <= app.screen.find_widget(box).region.y < 45)
             assert not any("in ? s" in line.plain for line in screen.lines)  # a SIGKILL has no stop time
             assert app.session.probe_report is report
             await pilot.press("escape")  # back to the findings: the plan now leads with the evidence

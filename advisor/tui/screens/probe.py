@@ -235,7 +235,9 @@ class ProbeScreen(Screen[None]):
                                  style="green" if ok else "red"))
         box.set_class(ok, "ok")
         box.set_class(not ok, "failed")
-        box.scroll_visible(top=True, animate=False)
+        # After the next layout: the box's new height is known only then, and scrolling before it
+        # leaves the verdict below the form on a busy machine.
+        self.call_after_refresh(box.scroll_visible, top=True, animate=False)
 
     def action_back(self) -> None:
         self.workers.cancel_group(self, "probe")

@@ -52,6 +52,8 @@ def verdict(report: Mapping[str, Any]) -> Text:
     rec = report.get("recovery_ms") or {}
     text = Text()
     text.append("✔ PASSED  " if ok else "✘ FAILED  ", style="bold green" if ok else "bold red")
+    if report.get("extended_records"):  # a slow machine: the drill grew the input so every fault could land
+        text.append(f"{report.get('records')} records ({report['extended_records']} added to land every fault) · ")
     text.append(
         f"lost {report.get('lost', '?')} · duplicated {report.get('duplicate_effects', '?')} · "
         f"redone calls {report.get('redone_calls', '?')}\n"
