@@ -117,7 +117,9 @@ def test_no_strategy_wins_a_large_share_of_the_space(catalog, model, space):
         picks = Counter(model.pick(a) for a in sample)
         share = {sid: picks[sid] / len(sample) for sid in catalog.strategy_ids}
         assert max(share.values()) < 0.40, share  # nobody wins on neutral bonuses alone
-        assert min(share.values()) > 0.03, share  # and every strategy is somebody's answer
+        # and every strategy is somebody's answer: the stream engine's checkpoint is the rarest, an
+        # unbounded stream on a runner that has one (a uniform draw of `runner` seldom gives Spark or Flink)
+        assert min(share.values()) > 0.02, share
 
 
 def test_the_shares_table_in_the_docs_is_current(catalog):

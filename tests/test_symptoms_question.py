@@ -98,10 +98,26 @@ def test_recommend_json_lists_the_symptoms_and_they_change_no_pick(capsys):
     base = ["recommend", "--json", "--set", "work_shape=record_batch", "--set", "duration=hours"]
     code, plain, _ = run(capsys, *base)
     code, out, _ = run(capsys, *base, "--set", "symptoms=work_lost,duplicate_effect", "--set", "engine_owner=product",
-                       "--set", "broker=kafka", "--set", "runner=spark", "--set", "domain=payments")
+                       "--set", "broker=kafka", "--set", "domain=payments")
     data = json.loads(out)
     assert code == 0 and data["answers"]["symptoms"] == ["work_lost", "duplicate_effect"]
     assert [r["score"] for r in data["ranking"]] == [r["score"] for r in json.loads(plain)["ranking"]]
+
+
+def test_the_runner_moves_only_the_stream_engines_checkpoint(capsys):
+    """What runs the job decides whether a stream engine's checkpoint is at hand (Spark, Flink) or
+    would have to be adopted first (a plain process, a task runner); no other strategy moves."""
+    base = ["recommend", "--json", "--set", "work_shape=unbounded_stream"]
+    scores = {}
+    for runner in (None, "spark", "plain"):
+        code, out, _ = run(capsys, *base, *(("--set", f"runner={runner}") if runner else ()))
+        assert code == 0
+        scores[runner] = {r["strategy"]: r["score"] for r in json.loads(out)["ranking"]}
+    stream = "stream-checkpoint"
+    assert scores["spark"][stream] == scores[None][stream] + 1 and scores["plain"][stream] == scores[None][stream] - 2
+    for runner in ("spark", "plain"):
+        assert {k: v for k, v in scores[runner].items() if k != stream} == \
+               {k: v for k, v in scores[None].items() if k != stream}
 
 
 def test_review_cli_ranks_by_the_symptoms(capsys, tmp_path: Path):

@@ -73,7 +73,7 @@ class DecisionModel:
         self.weights = [{(f.question, f.value): f for f in s.fits if f.score} for s in catalog.strategies]
         self.voiding = tuple(c for c in catalog.conflicts if c.ignore)
         # The questions that can move a score or rule a strategy out; the rest (the stack's words:
-        # broker, runner, domain) only reword the advice, so no trial answer of theirs is tried.
+        # broker, domain) only reword the advice, so no trial answer of theirs is tried.
         deciding = {f.question for s in catalog.strategies for f in s.fits if f.score}
         deciding |= {q for s in catalog.strategies for f in s.fits for c in f.gate for q in c}
         deciding |= {q for s in catalog.strategies for r in s.rules for q in r.when}

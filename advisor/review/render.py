@@ -37,11 +37,13 @@ def _option_line(i: int, ranked: Ranked, r: Review) -> str:
     head = f"{i}. **{s.name}** (`{s.id}`, score {ranked.score:g})"
     if ranked.strategy.id == r.target.strategy.id:
         return f"{head} — chosen; see the outcome."
+    return f"{head} — {_why_lower(ranked, r)} Good: {_joined(*s.pros)} Bad: {_joined(*s.cons)}"
+
+
+def _why_lower(ranked: Ranked, r: Review) -> str:
     if ranked.ruled_out:
-        why = f"ruled out: {(ranked.ruled_out[0])}"
-    else:
-        why = f"ranked lower: {((r.rec.why_not.get(s.id) or ('ranked lower',))[0])}"
-    return f"{head} — {_joined(why)} Good: {_joined(*s.pros)} Bad: {_joined(*s.cons)}"
+        return _joined(f"ruled out: {ranked.ruled_out[0]}")
+    return _joined(f"ranked lower: {(r.rec.why_not.get(ranked.strategy.id) or ('ranked lower',))[0]}")
 
 
 def _joined(*items: str) -> str:
@@ -117,7 +119,15 @@ def render(
     ruled = [x for x in rec.ranking if x.ruled_out and x.strategy.id not in (r.target.strategy.id, current_id)]
     ruled = ruled if len(ruled) > 1 else []  # one line each unless several can share one
     listed = [x for x in rec.ranking if x not in ruled]
-    out += [_option_line(i, ranked, r) for i, ranked in enumerate(listed, 1)]
+    # In full: the two that lead, the current design and the choice; the rest share one line
+    # (their pros and cons are one `advisor explain` away), unless only one would.
+    full = {x.strategy.id for x in rec.ranking[:2]} | {current_id, r.target.strategy.id}
+    further = [x for x in listed if x.strategy.id not in full]
+    further = further if len(further) > 1 else []
+    out += [_option_line(i, ranked, r) for i, ranked in enumerate(listed, 1) if ranked not in further]
+    if further:
+        out.append(f"{len(listed) - len(further) + 1}. Further down: " + " ".join(
+            f"**{x.strategy.name}** (`{x.strategy.id}`, score {x.score:g}) — {_why_lower(x, r)}" for x in further))
     if ruled:
         out += ["", "Ruled out by these answers: " + " ".join(
             f"**{x.strategy.name}** (`{x.strategy.id}`): {(x.ruled_out[0])}" for x in ruled
@@ -170,8 +180,8 @@ def render(
     ]
 
     out += ["", "### Consequences", ""]
-    out += [f"- Good: {_joined(*s.pros)}", f"- Bad: {_joined(*((c) for c in s.cons + s.costs))}"]
+    out += [f"- Good: {_joined(*s.pros)}",
+            f"- Bad: {_joined(*s.cons, *s.costs)} Its pitfalls, each with its fix: `advisor explain {s.id}`."]
     out += [f"- Note: {(n)}" for n in rec.notes]
     out += [f"- Watch: **{p.title}** — {(rec.fix(p))}" for p in _watch(r)]
-    out.append(f"- Every pitfall of {s.name}, with its fix: `advisor explain {s.id}`.")
     return redact("\n".join(out) + "\n")  # the team's context may quote a URL with its password
