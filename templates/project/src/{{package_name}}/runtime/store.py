@@ -19,8 +19,8 @@ become ``%s``. Never put a literal ``?`` inside a statement.
 
 Errors are sorted in one place (:meth:`Store._user_error`, :func:`connect`): a store
 that cannot be reached *for now* (PostgreSQL restarting, shutting down or refusing
-connections, a connection cut; SQLite still locked after ``busy_timeout``) raises
-:class:`StoreUnavailable`, which ``run`` rides out (outage.py); a store that is
+connections, a connection cut; SQLite still locked after ``busy_timeout`` or answering
+"disk I/O error") raises :class:`StoreUnavailable`, which ``run`` rides out (outage.py); a store that is
 wrong (corrupt, unreadable, too new, a bad URL or password) raises a plain
 :class:`StoreError` and is never retried.
 """
@@ -176,6 +176,12 @@ class Store:
             if "locked" in str(exc) or "busy" in str(exc):
                 raise StoreUnavailable(f"state database {self.where} is locked by another process "
                                        f"(waited busy_timeout): {exc}") from None
+            # SQLITE_IOERR: the disk or the file system failed a read, a write or the WAL index
+            # (a network volume reattaching, a file system just remounted after a power cut).
+            # Ridden out like a lock: if it lasts, the worker exits 4 naming the database.
+            if "disk I/O error" in str(exc):
+                raise StoreUnavailable(f"state database {self.where}: the disk or file system answered an "
+                                       f"I/O error ({exc})") from None
             return
         if isinstance(exc, sqlite3.DatabaseError):
             if "not a database" in str(exc) or "malformed" in str(exc):
