@@ -91,7 +91,14 @@ class IdempotentSink:
 
     def write(self, batch_df: Any, batch_id: int) -> None:
         with self.busy:
-            self.store, self.external = self.open_store(), self.open_external()
+            try:
+                # Opened inside the try: a store that does not answer now (StoreUnavailable) is
+                # reported to the driver as itself, which `run` rides out, not as a failed query.
+                self.store = self.open_store()
+            except JobError as exc:
+                self.error = exc
+                raise
+            self.external = self.open_external()
             self.calls = self.make_effects(self.external) if self.make_effects else None
             try:
                 self._write(batch_df.collect(), int(batch_id))
