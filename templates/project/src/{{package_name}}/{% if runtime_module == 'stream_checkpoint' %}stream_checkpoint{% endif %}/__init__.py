@@ -30,7 +30,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from ..runtime import correlation, effects
+from ..runtime import correlation, effects, outage
 from .. import job
 from ..runtime.errors import JobError
 from ..settings import Settings
@@ -287,6 +287,10 @@ def _needs_spark(command: Any) -> Any:
 def _cmd_run(args: argparse.Namespace, ctx: Context) -> int:
     shutdown = Shutdown(ctx.settings.grace_period_s).install()
     try:
-        return run(ctx, shutdown, follow=args.follow)
+        # A store that does not answer for now (a lock past busy_timeout, SQLite's "disk I/O error")
+        # is ridden out as in every strategy's run (runtime/outage.py): the query starts again,
+        # from its checkpoint and the sink's committed batches.
+        return outage.ride_out(lambda: run(ctx, shutdown, follow=args.follow), shutdown,
+                               ctx.settings.store_outage_s)
     finally:
         shutdown.cancel()
