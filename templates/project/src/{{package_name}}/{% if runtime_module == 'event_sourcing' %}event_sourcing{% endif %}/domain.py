@@ -22,9 +22,9 @@ def stream_id(task_id: str) -> UUID:
 
 
 class Task(Aggregate):
-    """One stream per task. Methods decorated with @event are the mutators: their
-    bodies run when the event is created AND on every replay, so they compute
-    from the event only (no I/O, no clock, no external call)."""
+    """One stream per task. Methods decorated with @event, and RecordProcessed's
+    ``apply``, are the mutators: they run when the event is created AND on every
+    replay, so they compute from the event only (no I/O, no clock, no external call)."""
 
     @staticmethod
     def create_id(task_id: str) -> UUID:
@@ -35,13 +35,33 @@ class Task(Aggregate):
         self.task_id, self.total = task_id, total
         self.next_seq, self.running, self.failed = 0, dict(job.INITIAL_STATE), None
 
-    @event("RecordProcessed")
+    class RecordProcessed(Aggregate.Event):
+        """One record processed. The hot path (one event per record), so this event class is
+        written out rather than made by ``@event`` from the method: the decorator's per-call
+        work (the call's arguments matched against the method's signature on the way in, the
+        event's fields matched against it again to call the body) halved the CPU time of
+        making an event (15 -> 7 us, the benchmarks' append workload, 2026-12-02).
+        Same topic (``Task.RecordProcessed``) and the same fields IN THE SAME ORDER as the
+        class ``@event`` made, so the stored bytes are identical and stores written before
+        read unchanged: keep them so.
+
+        `effects`: what job.process_record asked effect() to do, performed later by the
+        effects subscriber. `key`: the command's idempotency key (ledger variant)."""
+
+        seq: int
+        record_id: str
+        output: dict
+        effects: list
+        key: str | None = None
+
+        def apply(self, task: Task) -> None:  # the mutator, as an @event method's body
+            task.next_seq = self.seq + 1
+            task.running = job.fold(task.running, self.output)  # the job's running state (job.py's fold: pure)
+
     def record_processed(self, seq: int, record_id: str, output: dict, effects: list,
                          key: str | None = None) -> None:
-        # `effects`: what job.process_record asked effect() to do, performed later by
-        # the effects subscriber. `key`: the command's idempotency key (ledger variant).
-        self.next_seq = seq + 1
-        self.running = job.fold(self.running, output)  # the job's running state (job.py's fold: pure)
+        self.trigger_event(self.RecordProcessed, seq=seq, record_id=record_id, output=output, effects=effects,
+                           key=key)
 
     @event("Failed")
     def fail(self, reason: str) -> None:
