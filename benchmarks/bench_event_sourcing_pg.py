@@ -37,7 +37,10 @@ Measured 2026-12-02 (2 shared cores, 5 rounds, throwaway server): append ratio 0
 0.33-0.49) at load 17-18 and 0.44 (0.39-0.65) at load 9-11: target >= 0.5 MISSED (the code of the
 day before: 0.26, 0.20-0.31, at load 17); save() alone 0.52-0.60. One commit per batch on both sides.
 Whole worker: 2.55 writing commits and 12.05 transactions per batch (before: 4.6 and 16.05).
-See docs/strategies-generated.md.
+Later that day the per-record event was written out as a class (domain.py: making an event 15 -> 7 us of
+CPU, same stored bytes): --check at load 4.9-5.7, the two versions alternating, gave 0.44 and 0.53 after,
+0.46 and 0.42 before (rounds 0.23-0.66): about 10-15 % more events per second side by side, and the 0.5
+target still not met reliably at that load. See docs/strategies-generated.md.
 """
 
 from __future__ import annotations
