@@ -301,7 +301,10 @@ def test_quitting_during_a_drill_exits_and_stops_the_drill(catalog: Catalog, tmp
 def test_quitting_during_a_drill_stops_its_workers_too(catalog: Catalog, tmp_path: Path) -> None:
     quit_during_drill(catalog, tmp_path, "Orphan Probe")
     try:
-        deadline = time.monotonic() + 10
+        # The app's drill thread stops the drill at its next event, and the drill SIGKILLs its workers on
+        # its way out: seconds on a busy machine (10 s was once too short in make test). An orphaned worker
+        # would keep going through 20,000 records for minutes, so 30 s still tells the two apart.
+        deadline = time.monotonic() + 30
         while pids("orphan_probe"):
             assert time.monotonic() < deadline, "a drill worker kept running after the app quit"
             time.sleep(0.2)
