@@ -272,7 +272,8 @@ def pids(pattern: str) -> list[int]:
 
 def quit_during_drill(catalog: Catalog, tmp_path: Path, name: str) -> None:
     async def walk() -> None:
-        app = make_app(catalog, BATCH, workdir=tmp_path, drill_options={"records": 20000, "kills": 5})
+        # 5 ms of work per record: a worker left behind would still be busy minutes later.
+        app = make_app(catalog, BATCH, workdir=tmp_path, drill_options={"records": 20000, "kills": 5, "work_ms": 5})
         async with app.run_test(size=(80, 24)) as pilot:
             await open_generate(pilot, name)
             await pilot.press("ctrl+g")
@@ -303,7 +304,7 @@ def test_quitting_during_a_drill_stops_its_workers_too(catalog: Catalog, tmp_pat
     try:
         # The app's drill thread stops the drill at its next event, and the drill SIGKILLs its workers on
         # its way out: seconds on a busy machine (10 s was once too short in make test). An orphaned worker
-        # would keep going through 20,000 records for minutes, so 30 s still tells the two apart.
+        # would keep going through 20,000 records at 5 ms each for minutes, so 30 s still tells the two apart.
         deadline = time.monotonic() + 30
         while pids("orphan_probe"):
             assert time.monotonic() < deadline, "a drill worker kept running after the app quit"
