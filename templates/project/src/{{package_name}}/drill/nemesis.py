@@ -39,6 +39,9 @@ class Nemesis:
         self.records, self.input_id, self.expected, self.work_ms = records, input_id, expected, work_ms
         self.strategy = ctx.strategy
         self._outage: _Outage | None = None
+        #: The last submission that queued work, as (time.monotonic(), records): work queued while
+        #: the workers were on their way out waits for the job's next run (runner.py starts one).
+        self.last_queued: tuple[float, int] | None = None
 
     # ------------------------------------------------------------------ dispatch
     def inject(self, event: dict[str, Any], done: int) -> dict[str, Any] | None:
@@ -137,6 +140,7 @@ class Nemesis:
             published = republish(self.ctx, self.records, event["first"], event["count"], self.work_ms)
             self.history.add("submit", event=event["n"], correlation_id=",".join(published), records=len(chunk),
                              outcome="published", same=True, message=None, done=done)
+            self.last_queued = (time.monotonic(), len(chunk))
             return {"outcome": "published"}
         return self._submit(event, chunk, self.input_id, done, same=True)
 
@@ -157,6 +161,8 @@ class Nemesis:
         try:
             answer = submission.queue(self.ctx, chunk, correlation_id=correlation_id, work_ms=self.work_ms)
             outcome = "added" if answer.added else "repeat"
+            if answer.added:
+                self.last_queued = (time.monotonic(), len(chunk))
         except StoreUnavailable:
             return None  # not an answer: the store is away (an outage); later
         except JobError as exc:

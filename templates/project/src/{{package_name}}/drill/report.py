@@ -13,6 +13,8 @@ def summary(report: dict[str, Any]) -> str:
     rec = report["recovery_ms"]
     records = f"{report['records']} records" + (f" ({report['extended_records']} added to land every fault)"
                                                if report.get("extended_records") else "")
+    if report.get("reruns"):
+        records += f" (the job run {report['reruns']} more time(s) for work resubmitted as its workers left)"
     return "\n".join([
         f"drill: {report['strategy']}, {records}, {report['kills_landed']} of "
         f"{report['kills_requested']} x {report['signal']} landed, {report['workers']} worker(s)"

@@ -6,7 +6,8 @@ and judge.py checks the run this module makes. The run sizes itself: every worke
 armed, a kill that finds its worker gone is tried again at the next moment, and when the
 work runs out before every planned event landed, more work is submitted (up to
 MAX_EXTENSIONS times): ``kills_not_delivered`` is then left only for plans no run can
-satisfy (a window the code never passes, far more kills than work).
+satisfy (a window the code never passes, far more kills than work). Work the drill resubmits
+as the last workers leave is done by one more run, as the user's next run would do it.
 """
 
 from __future__ import annotations
@@ -40,6 +41,8 @@ from .workers import HOST_DIR, Pool, worker_env
 PROGRESS_EVERY_S = 0.2  # --events progress lines
 #: At most this many rounds of extra work to land the planned events, each adding half the input.
 MAX_EXTENSIONS = 3
+#: At most this many extra runs for work the drill queued after the workers' last look (_rerun).
+MAX_RERUNS = 2
 #: The correlation id of the drill's input, when the schedule resubmits part of it under the same id.
 INPUT_ID = "drill-input"
 SCHEDULE_FILE = "drill-schedule.json"
@@ -131,6 +134,7 @@ class Drill:
         self.base = self._expected_count()
         self.marks = {e["n"]: e["at"] * self.base for e in self.timed}
         self.extended = 0
+        self.reruns = 0
         self.settling = -1  # effects applied when the last outage ended
         log = open(data_dir / "drill-workers.log", "ab")
         self.progress = Progress(data_dir)
@@ -182,8 +186,12 @@ class Drill:
                 self.emit({"event": "progress", "done": done, "total": self._expected_count(), "t": self.t()})
             if not anyone_was_alive and not self.pool.alive():
                 self.nemesis.tick(end=True)  # nobody left to ride an outage out: the store is back
-                if (self.armed or self.timed) and self.extended < MAX_EXTENSIONS and self._work_finished():
+                undone = self._undone()
+                if (self.armed or self.timed) and self.extended < MAX_EXTENSIONS and not undone:
                     self._extend(done)
+                    continue
+                if undone and self.reruns < MAX_RERUNS and self._queued_after_every_look(undone):
+                    self._rerun(done, undone)
                     continue
                 return
             if self.nemesis.tick():
@@ -226,11 +234,29 @@ class Drill:
         self.pool.spawn(slot, self.armed.pop(0) if self.armed else None, done=done)
         self.tally.restarted(done, self.emit, self.t)
 
-    def _work_finished(self) -> bool:
-        """Every worker ended: is the work really done? Workers that quit with work left (a task
-        held by a worker that is gone) are a finding (``incomplete``), never papered over by more work."""
+    def _undone(self) -> int:
+        """Every worker ended: the records not finished. Workers that quit with work left (a task
+        held by a worker that is gone) are a finding (``incomplete``), never papered over by more
+        work; only what the drill itself queued too late for them is run once more (_rerun)."""
         state = self.ctx.strategy.status(self.drill_ctx)
-        return int(state["total"]) <= int(state["done"]) + int(state.get("failed", 0))
+        return max(0, int(state["total"]) - int(state["done"]) - int(state.get("failed", 0)))
+
+    def _queued_after_every_look(self, undone: int) -> bool:
+        """Could the undone records be the drill's own last submission, queued after each worker
+        of the run had last looked for work? Only if it came after every one of them started (a
+        worker started later looked after it) and it holds at least as many records as are undone."""
+        last = self.nemesis.last_queued
+        if last is None:
+            return False
+        queued_at, records = last
+        return queued_at > max(self.pool.spawned_at) and undone <= records
+
+    def _rerun(self, done: int, undone: int) -> None:
+        """The drill queued work as the workers were finding none and leaving: a user's next run
+        of the job would do it, so the drill starts that run (said in the history and the report)."""
+        self.reruns += 1
+        self.history.add("rerun", undone=undone, done=done)
+        self._start_every_slot(done)
 
     def _extend(self, done: int) -> None:
         """The work ran out before every planned event landed: submit more and start the workers again."""
@@ -250,6 +276,9 @@ class Drill:
         added = len(extra) * len(job.STEPS)
         for i, event in enumerate(self.timed):  # spread what is left over the new work
             self.marks[event["n"]] = done + added * 0.9 * (i + 1) / (len(self.timed) + 1)
+        self._start_every_slot(done)
+
+    def _start_every_slot(self, done: int) -> None:
         for slot in range(self.schedule.workers):  # a new run of the job: on the hosts it started on
             self.pool.home(slot)
             self.pool.spawn(slot, self.armed.pop(0) if self.armed else None, done=done)

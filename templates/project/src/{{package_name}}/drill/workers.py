@@ -67,6 +67,8 @@ class Pool:
         self.host_index = [slot % hosts for slot in range(workers)]
         #: The last exit seen per slot, reaped once.
         self.reaped: list[bool] = [False] * workers
+        #: When each slot's current worker was started (time.monotonic()): it looks for work after that.
+        self.spawned_at: list[float] = [0.0] * workers
 
     def alive(self) -> list[int]:
         return [i for i, p in enumerate(self.procs) if p is not None and p.poll() is None]
@@ -107,6 +109,7 @@ class Pool:
         cmd = [sys.executable, "-m", settings_module.PACKAGE, "run", "--data-dir", str(work_dir)]
         proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=self.log, stderr=self.log, env=env)
         self.procs[slot], self.armed[slot], self.reaped[slot] = proc, armed, False
+        self.spawned_at[slot] = time.monotonic()
         self.history.add("spawn", slot=slot, pid=proc.pid, host=self.host[slot],
                          armed=armed["n"] if armed else None, done=done)
         return proc
