@@ -193,8 +193,11 @@ def cmd_run(args: argparse.Namespace, ctx: Context) -> int:
             def work() -> int:
                 return amqp_input.run(ctx, shutdown, follow=args.follow)
         else:
+            # A strategy that adds options to `run` (the stream's --follow) hands them on itself.
+            options = getattr(ctx.strategy, "run_options", lambda _args: {})(args)
+
             def work() -> int:
-                return int(ctx.strategy.run(ctx, shutdown, limit=args.limit))
+                return int(ctx.strategy.run(ctx, shutdown, limit=args.limit, **options))
         # A store outage (a PostgreSQL restart) is ridden out: the work is started again in
         # this process, from the committed state (outage.py); unacked messages come back.
         code = outage.ride_out(work, shutdown, ctx.settings.store_outage_s)

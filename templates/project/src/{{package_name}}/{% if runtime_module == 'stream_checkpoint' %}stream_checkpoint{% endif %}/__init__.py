@@ -30,7 +30,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from ..runtime import correlation, effects, outage
+from ..runtime import correlation, effects
 from .. import job
 from ..runtime.errors import JobError
 from ..settings import Settings
@@ -271,7 +271,6 @@ def add_commands(sub: Any, common: argparse.ArgumentParser) -> None:
     run_parser = sub.choices["run"]
     run_parser.add_argument("--follow", action="store_true",
                             help="keep running: a micro-batch every trigger_interval_s for new landing files")
-    run_parser.set_defaults(func=_cmd_run)
     drill_parser = sub.choices["drill"]
     drill_parser.set_defaults(func=_needs_spark(drill_parser.get_default("func")))
 
@@ -284,13 +283,7 @@ def _needs_spark(command: Any) -> Any:
     return checked
 
 
-def _cmd_run(args: argparse.Namespace, ctx: Context) -> int:
-    shutdown = Shutdown(ctx.settings.grace_period_s).install()
-    try:
-        # A store that does not answer for now (a lock past busy_timeout, SQLite's "disk I/O error")
-        # is ridden out as in every strategy's run (runtime/outage.py): the query starts again,
-        # from its checkpoint and the sink's committed batches.
-        return outage.ride_out(lambda: run(ctx, shutdown, follow=args.follow), shutdown,
-                               ctx.settings.store_outage_s)
-    finally:
-        shutdown.cancel()
+def run_options(args: argparse.Namespace) -> dict[str, Any]:
+    """What cli.py's `run` hands to run() besides the limit: it starts the run as for every
+    strategy (signals, metrics, store outages ridden out, the drill's account of the run)."""
+    return {"follow": args.follow}

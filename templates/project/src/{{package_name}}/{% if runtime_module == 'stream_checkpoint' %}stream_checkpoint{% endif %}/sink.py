@@ -24,6 +24,7 @@ after_sink_commit`` kills in (a fault-injection point, faults.py).
 
 from __future__ import annotations
 
+import contextlib
 import json
 import threading
 import time
@@ -90,26 +91,21 @@ class IdempotentSink:
         self.batches = self.skipped = self.records = 0
 
     def write(self, batch_df: Any, batch_id: int) -> None:
-        with self.busy:
+        with self.busy, contextlib.ExitStack() as opened:  # closes whatever was opened, in reverse
             try:
-                # Opened inside the try: a store that does not answer now (StoreUnavailable) is
-                # reported to the driver as itself, which `run` rides out, not as a failed query.
+                # The store is opened inside the try: one that does not answer now (StoreUnavailable)
+                # is reported to the driver as itself, which `run` rides out, not as a failed query.
                 self.store = self.open_store()
-            except JobError as exc:
-                self.error = exc
-                raise
-            self.external = self.open_external()
-            self.calls = self.make_effects(self.external) if self.make_effects else None
-            try:
+                opened.callback(self.store.close)
+                self.external = self.open_external()
+                opened.callback(self.external.close)
+                self.calls = self.make_effects(self.external) if self.make_effects else None
+                if self.calls is not None:
+                    opened.callback(self.calls.close)
                 self._write(batch_df.collect(), int(batch_id))
             except JobError as exc:
                 self.error = exc  # the driver reports it; Spark sees the batch fail
                 raise
-            finally:
-                if self.calls is not None:
-                    self.calls.close()
-                self.external.close()
-                self.store.close()
 
     def _write(self, rows: list[Any], batch_id: int) -> None:
         if self.before_commit is not None:
