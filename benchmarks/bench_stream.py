@@ -11,11 +11,14 @@
    addBatch = the sink's collect() and transaction, commitOffsets = Spark's commit log).
 2. **A plain run**: ``run`` over ``--plain-records`` demo records (files of ``batch_size``,
    one micro-batch each), wall clock from the interpreter's start to its exit, in parts.
-3. Both sides, **as generated** (``tuned``) and with the settings of 2026-11-30 (``before``:
+3. Three sides, **as generated** with its class archive written once by ``prepare-spark``
+   (``tuned``: Spark's classes mapped from the archive, as the Dockerfile's image does), as
+   generated without it (``no_archive``), and with the settings of 2026-11-30 (``before``:
    no JVM options, the driver on the hostname's address, bin/find-spark-home looking for
-   SPARK_HOME, console progress bars), round by round, alternating which goes first, in one
-   run: medians and ranges. Target (``--check``): the tuned restart < 10 s (median). The figure
-   depends on the load (2 cores shared): the load is printed beside every round.
+   SPARK_HOME, console progress bars, no archive), round by round, the order rotating, in one
+   run: medians and ranges. ``prepare-spark``'s own time is printed once. Target
+   (``--check``): the tuned restart < 10 s (median). The figure depends on the load (2 cores
+   shared): the load is printed beside every round.
 4. ``--sink-repeat N`` (default 0 here: the sink is unchanged by these settings): the generated
    ``IdempotentSink`` vs ``AppendingSink`` (appends, no batch id, no keys) in one session,
    interleaved, best of N; target idempotent / naive throughput >= 0.9.
@@ -47,7 +50,7 @@ from advisor import scaffold  # noqa: E402
 
 TARGET_RATIO = 0.9
 TARGET_RESTART_S = 10.0
-SIDES = ("tuned", "before")
+SIDES = ("tuned", "no_archive", "before")
 #: The parts of a driver's start, in order (see the module docstring).
 WALL_PARTS = ("interpreter", "imports", "launcher", "jvm_to_gateway", "spark_context", "spark_session",
               "query_start", "to_first_trigger")
@@ -123,10 +126,10 @@ def child(args: argparse.Namespace) -> int:
     progress_seen: list[dict[str, Any]] = []
     stop_session = spark_mod.stop_session
 
-    def read_then_stop(spark: Any) -> None:  # the queries' progress is read from the JVM: before it stops
+    def read_then_stop(spark: Any, **options: Any) -> None:  # the progress is read from the JVM before it stops
         marks["stopping"] = time.time()
         progress_seen.extend(p for q in queries for p in q.recentProgress)
-        stop_session(spark)
+        stop_session(spark, **options)
 
     spark_mod.stop_session = read_then_stop
     ctx = strategy.Context(data_dir=Path(args.data), settings=settings, strategy=sc)
@@ -230,13 +233,13 @@ def _med(values: list[float]) -> str:
 
 def print_parts(title: str, runs: dict[str, list[dict[str, Any]]], total_key: str) -> None:
     print(f"{title}: seconds, median (range) over {len(runs['tuned'])} round(s)")
-    print(f"  {'part':<34} {'tuned':>18} {'before':>18}")
+    print(f"  {'part':<34} " + " ".join(f"{side:>18}" for side in SIDES))
     rows = [(p, lambda r, p=p: r.get(p, 0.0)) for p in WALL_PARTS]
     rows += [(f"first batch: {p}", lambda r, p=p: r.get("spark", {}).get(p, 0.0)) for p in SPARK_PARTS]
     rows += [("first batch: triggerExecution", lambda r: r.get("spark", {}).get("triggerExecution", 0.0)),
              (total_key, lambda r: r[total_key])]
     for name, get in rows:
-        print(f"  {name:<34} {_med([get(r) for r in runs['tuned']]):>18} {_med([get(r) for r in runs['before']]):>18}")
+        print(f"  {name:<34} " + " ".join(f"{_med([get(r) for r in runs[side]]):>18}" for side in SIDES))
 
 
 def sink_ratio(m: dict[str, Any], root: Path, records: list[dict[str, Any]], repeat: int,
@@ -302,23 +305,33 @@ def main() -> int:
         dest, package = generated.dest, generated.package
         env = {k: v for k, v in os.environ.items() if k not in ("DATABASE_URL", "PYSPARK_SUBMIT_ARGS", "SPARK_HOME")}
         env["PYTHONPATH"] = str(dest / "src")
+        archive_setting = package.upper() + "_SPARK_CLASS_ARCHIVE"
+        envs = {side: {**env, archive_setting: str(root / "classes.jsa") if side == "tuned" else "off"}
+                for side in SIDES}
         bench = Path(__file__).resolve()
         restarts: dict[str, list[dict[str, Any]]] = {side: [] for side in SIDES}
         plains: dict[str, list[dict[str, Any]]] = {side: [] for side in SIDES}
         loads: list[float] = []
         if args.rounds:
-            print(f"stream restart and plain run, tuned (as generated) vs before (the 2026-11-30 settings), "
-                  f"{args.rounds} round(s), sides alternating   ({load_note()})", flush=True)
+            started = time.monotonic()
+            subprocess.run([sys.executable, "-m", package, "prepare-spark"], env=envs["tuned"], check=True,
+                           capture_output=True)
+            print(f"prepare-spark (once per machine or image): {time.monotonic() - started:.1f} s, "
+                  f"{(root / 'classes.jsa').stat().st_size / 1e6:.0f} MB   (load {os.getloadavg()[0]:.1f})")
+            print(f"stream restart and plain run, tuned (as generated, class archive written) vs no_archive vs "
+                  f"before (the 2026-11-30 settings), {args.rounds} round(s), the order rotating   ({load_note()})",
+                  flush=True)
             for round_ in range(args.rounds):
-                order = SIDES if round_ % 2 == 0 else SIDES[::-1]
+                order = SIDES[round_ % len(SIDES):] + SIDES[:round_ % len(SIDES)]
                 for side in order:
                     loads.append(os.getloadavg()[0])
-                    r = restart(bench, dest, package, root / f"restart-{side}-{round_}", side, env)
+                    r = restart(bench, dest, package, root / f"restart-{side}-{round_}", side, envs[side])
                     restarts[side].append(r)
                     line = (f"  round {round_ + 1} {side:<6} restart -> first resumed batch "
                             f"{r['first_batch_done']:5.1f} s")
                     if not args.no_plain:
-                        p = plain(bench, dest, package, root / f"plain-{side}-{round_}", side, args.plain_records, env)
+                        p = plain(bench, dest, package, root / f"plain-{side}-{round_}", side, args.plain_records,
+                                  envs[side])
                         plains[side].append(p)
                         line += f", plain run of {args.plain_records} records {p['wall']:5.1f} s"
                     print(f"{line}   (load {loads[-1]:.1f})", flush=True)
@@ -326,17 +339,19 @@ def main() -> int:
             print_parts("restart (SIGKILL, then run --follow) -> first micro-batch after it through the sink",
                         restarts, "first_batch_done")
             tuned = statistics.median(r["first_batch_done"] for r in restarts["tuned"])
+            no_archive = statistics.median(r["first_batch_done"] for r in restarts["no_archive"])
             before = statistics.median(r["first_batch_done"] for r in restarts["before"])
             ratios = sorted(t["first_batch_done"] / b["first_batch_done"] for t, b in zip(restarts["tuned"],
                                                                                           restarts["before"]))
-            print(f"restart: tuned {tuned:.1f} s, before {before:.1f} s; tuned/before by round "
-                  f"{statistics.median(ratios):.2f} ({ratios[0]:.2f}-{ratios[-1]:.2f}); "
+            print(f"restart: tuned {tuned:.1f} s, no_archive {no_archive:.1f} s, before {before:.1f} s; tuned/before "
+                  f"by round {statistics.median(ratios):.2f} ({ratios[0]:.2f}-{ratios[-1]:.2f}); "
                   f"{targets.at_most('restart -> first resumed batch (s, median)', tuned, TARGET_RESTART_S)} "
                   f"at load {statistics.median(loads):.1f}")
             if not args.no_plain:
                 print_parts(f"plain run of {args.plain_records} records (interpreter start -> exit)", plains, "wall")
                 wall = {side: statistics.median(p["wall"] for p in plains[side]) for side in SIDES}
-                print(f"plain run: tuned {wall['tuned']:.1f} s, before {wall['before']:.1f} s "
+                print(f"plain run: tuned {wall['tuned']:.1f} s, no_archive {wall['no_archive']:.1f} s, "
+                      f"before {wall['before']:.1f} s "
                       f"({plains['tuned'][0]['batches']} micro-batches)")
         if args.sink_repeat:
             m = load_generated(dest, package, ("stream_checkpoint.spark", "stream_checkpoint.sink",

@@ -21,7 +21,9 @@ interface every strategy gives the CLI, ``status`` and the drill (strategy.py).
 from __future__ import annotations
 
 import argparse
+import contextlib
 import hashlib
+import io
 import json
 import os
 import tempfile
@@ -33,6 +35,7 @@ from typing import Any
 from ..runtime import correlation, effects
 from .. import job
 from ..runtime.errors import JobError
+from .. import settings as settings_module
 from ..settings import Settings
 from ..runtime.shutdown import Shutdown
 from ..runtime.store import Store, apply_schema, connect, workload_held
@@ -188,7 +191,8 @@ def require_spark() -> None:
                        "it), or `pip install -e '.[spark]'`, then try again") from None
 
 
-def run(ctx: Context, shutdown: Shutdown, *, limit: int | None = None, follow: bool = False) -> int:
+def run(ctx: Context, shutdown: Shutdown, *, limit: int | None = None, follow: bool = False,
+        archive_at_exit: Path | None = None) -> int:
     require_spark()
     from .spark import run_stream
     from .sink import IdempotentSink
@@ -201,7 +205,7 @@ def run(ctx: Context, shutdown: Shutdown, *, limit: int | None = None, follow: b
     sink = IdempotentSink(lambda: open_store(ctx), ctx.external, work_ms=float(row["w"]) if row else 0.0,
                           make_effects=lambda external: effects.Effects(external, ctx.data_dir, ctx.settings),
                           before_commit=_syncing(ctx))
-    code = run_stream(ctx, sink, shutdown, follow=follow, left=lambda: _left(ctx))
+    code = run_stream(ctx, sink, shutdown, follow=follow, left=lambda: _left(ctx), archive_at_exit=archive_at_exit)
     print(f"{sink.records} records in {sink.batches} micro-batch(es); "
           f"{sink.skipped} replayed batch(es) skipped", flush=True)
     return code
@@ -273,6 +277,10 @@ def add_commands(sub: Any, common: argparse.ArgumentParser) -> None:
                             help="keep running: a micro-batch every trigger_interval_s for new landing files")
     drill_parser = sub.choices["drill"]
     drill_parser.set_defaults(func=_needs_spark(drill_parser.get_default("func")))
+    prepare = sub.add_parser("prepare-spark", parents=[common],
+                             help="write the class archive a local Spark driver starts from (a restart in about "
+                                  "half the time; once per machine or image)")
+    prepare.set_defaults(func=_cmd_prepare_spark)
 
 
 def _needs_spark(command: Any) -> Any:
@@ -287,3 +295,40 @@ def run_options(args: argparse.Namespace) -> dict[str, Any]:
     """What cli.py's `run` hands to run() besides the limit: it starts the run as for every
     strategy (signals, metrics, store outages ridden out, the drill's account of the run)."""
     return {"follow": args.follow}
+
+
+def _cmd_prepare_spark(args: argparse.Namespace, ctx: Context) -> int:
+    path = prepare_spark(ctx)
+    print(f"wrote {path} ({path.stat().st_size / 1e6:.0f} MB): Spark drivers this project starts here map "
+          "their classes from it")
+    return 0
+
+
+def prepare_spark(ctx: Context) -> Path:
+    """Write the drivers' class archive (class_archive.py): this project's own query runs once over a
+    few demo records in a scratch directory, its JVM archiving the classes it loaded as it exits."""
+    from dataclasses import replace
+
+    from . import class_archive
+
+    require_spark()
+    target = class_archive.location(ctx.settings)
+    if target is None:
+        raise JobError(f"the class archive is switched off ({settings_module.ENV_PREFIX}SPARK_CLASS_ARCHIVE=off): "
+                       "unset it to write one")
+    with tempfile.TemporaryDirectory(prefix="prepare-spark-") as tmp:
+        scratch = Path(tmp)
+        settings = replace(ctx.settings, checkpoint_location="", external_dir="", spark_master="local[2]")
+        work = Context(scratch / "data", settings, ctx.strategy)
+        submit(work, job.demo_records(20))
+        written = scratch / "classes.jsa"
+        with contextlib.redirect_stdout(io.StringIO()):  # the scratch run's own summary line
+            run(work, Shutdown(settings.grace_period_s), archive_at_exit=written)
+        if not written.is_file():
+            log = work.data_dir / "spark-driver.log"
+            said = log.read_text(errors="replace").strip().splitlines()[-5:] if log.is_file() else []
+            raise JobError("the JVM wrote no class archive; Spark drivers start without one. Its last words:\n  "
+                           + "\n  ".join(said or ["(nothing)"]))
+        class_archive.publish(written, target)
+    return target
+

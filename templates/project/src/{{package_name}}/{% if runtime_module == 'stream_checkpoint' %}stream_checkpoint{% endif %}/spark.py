@@ -24,8 +24,9 @@ location, await termination.
   here is tuned for it: on loopback only (``LOCAL_CONF``; on a cluster the executors
   must reach the driver, so spark-submit's settings decide), C1 and the serial
   collector (``LOCAL_JVM_OPTIONS``), ``SPARK_HOME`` handed to spark-submit's scripts,
-  no web UI. Nothing here touches the checkpoint, the offsets log or the sink's
-  transaction. ``benchmarks/bench_stream.py`` (in the Continuity Advisor) times a
+  no web UI, and Spark's classes mapped from the class archive once ``prepare-spark``
+  has written it (class_archive.py). Nothing here touches the checkpoint, the offsets
+  log or the sink's transaction. ``benchmarks/bench_stream.py`` (in the Continuity Advisor) times a
   restart in parts against the settings before these.
 * **Signals** — the JVM is started in a session of its own (``start_new_session``):
   a SIGTERM/SIGINT sent to the driver's whole process group (Ctrl-C, ``kill --
@@ -86,21 +87,29 @@ LOCAL_CONF = {
 #: serial collector). A local micro-batch of a few thousand records does not need C2's code.
 #: Measured side by side in benchmarks/bench_stream.py.
 LOCAL_JVM_OPTIONS = ("-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC")
+#: How long `prepare-spark` waits for the JVM to write the class archive as it exits (~15 s quiet).
+ARCHIVE_WRITE_S = 600.0
 
 
 def launch_env(local_master: bool) -> dict[str, str]:
     """Variables for spark-submit's scripts: SPARK_HOME known (otherwise bin/find-spark-home starts
     one more Python to look for it), and on a local master the loopback address (SPARK_LOCAL_IP)."""
-    import pyspark
-
-    env = {"SPARK_HOME": os.environ.get("SPARK_HOME") or str(Path(pyspark.__file__).parent)}
+    env = {"SPARK_HOME": spark_home()}
     if local_master:
         env["SPARK_LOCAL_IP"] = os.environ.get("SPARK_LOCAL_IP") or "127.0.0.1"
     return env
 
 
-def build_session(ctx: Context) -> Any:
-    """A SparkSession whose JVM runs in its own session; spark-submit's master wins."""
+def spark_home() -> str:
+    import pyspark
+
+    return os.environ.get("SPARK_HOME") or str(Path(pyspark.__file__).parent)
+
+
+def build_session(ctx: Context, *, archive_at_exit: Path | None = None) -> Any:
+    """A SparkSession whose JVM runs in its own session; spark-submit's master wins. A local JVM
+    maps its classes from the class archive when there is one (class_archive.py), or, for
+    ``prepare-spark``, writes one to ``archive_at_exit`` as it exits."""
     from pyspark import SparkConf, SparkContext
     from pyspark.java_gateway import launch_gateway
     from pyspark.sql import SparkSession
@@ -116,6 +125,8 @@ def build_session(ctx: Context) -> Any:
     ours_local = (given is None and "PYSPARK_GATEWAY_PORT" not in os.environ
                   and ctx.settings.spark_master.startswith("local"))
     java_options = [*(LOCAL_JVM_OPTIONS if ours_local else ()), f"-Djava.io.tmpdir={local / 'tmp'}"]
+    if ours_local:
+        java_options += _class_archive_options(ctx, archive_at_exit)
     ours = shlex.join(["--master", ctx.settings.spark_master, "--conf", f"spark.local.dir={local}",
                        f"--driver-java-options={' '.join(java_options)}", "pyspark-shell"])
     conf = SparkConf().setAppName(f"{settings_module.PACKAGE}-stream").set("spark.local.dir", str(local))
@@ -141,8 +152,18 @@ def build_session(ctx: Context) -> Any:
     return spark
 
 
-def stop_session(spark: Any) -> None:
-    """Stop Spark and wait for its JVM: nothing outlives the driver."""
+def _class_archive_options(ctx: Context, archive_at_exit: Path | None) -> list[str]:
+    from . import class_archive
+
+    if archive_at_exit is not None:
+        return [f"-XX:ArchiveClassesAtExit={archive_at_exit}"]
+    archive = class_archive.usable(ctx.settings)
+    return [] if archive is None else [f"-XX:SharedArchiveFile={archive}", "-XX:+VerifySharedSpaces"]
+
+
+def stop_session(spark: Any, *, wait_s: float = 20.0) -> None:
+    """Stop Spark and wait for its JVM: nothing outlives the driver. ``wait_s``: longer when the
+    JVM writes a class archive as it exits (a minute or more on a busy machine)."""
     from pyspark import SparkContext
 
     gateway = SparkContext._gateway
@@ -152,7 +173,7 @@ def stop_session(spark: Any) -> None:
         gateway.shutdown()
         proc.stdin.close()  # the JVM exits on EOF
         try:
-            proc.wait(timeout=20)
+            proc.wait(timeout=wait_s)
         except subprocess.TimeoutExpired:
             proc.kill()
             proc.wait()
@@ -197,12 +218,12 @@ def _mend(ctx: Context) -> None:
 
 
 def run_stream(ctx: Context, sink: IdempotentSink, shutdown: Shutdown, *, follow: bool,
-               left: Callable[[], int] = lambda: 0) -> int:
+               left: Callable[[], int] = lambda: 0, archive_at_exit: Path | None = None) -> int:
     """Run the query to its end (``run``) or until a signal (``run --follow``). ``left`` counts the
     submitted records not done yet: an availableNow query that resumes a killed run re-runs the
     unfinished batch first and may stop before the files that landed later, so ``run`` starts the
     query again (the same checkpoint, nothing redone) while records are left."""
-    spark = build_session(ctx)
+    spark = build_session(ctx, archive_at_exit=archive_at_exit)
     try:
         for round_ in range(1 + (0 if follow else MORE_ROUNDS)):
             _mend(ctx)
@@ -215,7 +236,7 @@ def run_stream(ctx: Context, sink: IdempotentSink, shutdown: Shutdown, *, follow
         return 0
     finally:
         started = time.monotonic()
-        stop_session(spark)
+        stop_session(spark, wait_s=20.0 if archive_at_exit is None else ARCHIVE_WRITE_S)
         if shutdown.requested:
             print(f"stopped after the current batch ({time.monotonic() - started:.1f} s to stop Spark)", flush=True)
 
