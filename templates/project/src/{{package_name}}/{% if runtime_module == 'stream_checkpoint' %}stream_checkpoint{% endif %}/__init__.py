@@ -309,10 +309,11 @@ def prepare_spark(ctx: Context) -> Path:
     few demo records in a scratch directory, its JVM archiving the classes it loaded as it exits."""
     from dataclasses import replace
 
-    from . import class_archive
-
     require_spark()
-    target = class_archive.location(ctx.settings)
+    from . import class_archive
+    from .spark import archive_fingerprint
+
+    target = class_archive.location(ctx.settings, archive_fingerprint())
     if target is None:
         raise JobError(f"the class archive is switched off ({settings_module.ENV_PREFIX}SPARK_CLASS_ARCHIVE=off): "
                        "unset it to write one")

@@ -28,29 +28,22 @@ from ..settings import Settings
 OFF = "off"
 
 
-def location(settings: Settings) -> Path | None:
+def location(settings: Settings, fingerprint: list[str]) -> Path | None:
     """Where the archive is (or would be written); None when switched off. The default name
-    carries what the archive depends on (Spark's jars, the Java, the JVM options), so another
-    install never picks up one it cannot use."""
+    carries a hash of what the archive depends on (``fingerprint``: Spark's jars, the Java, the
+    JVM options; spark.py gives it), so another install never picks up one it cannot use."""
     if settings.spark_class_archive == OFF:
         return None
     if settings.spark_class_archive:
         return Path(settings.spark_class_archive).expanduser()
-    import pyspark
-
-    from .spark import LOCAL_JVM_OPTIONS, spark_home
-
-    java = os.path.realpath(shutil.which("java") or "java")
-    home = os.environ.get("JAVA_HOME", "")
-    key = hashlib.sha256(json.dumps([pyspark.__version__, spark_home(), java, home, LOCAL_JVM_OPTIONS])
-                         .encode()).hexdigest()[:12]
+    key = hashlib.sha256(json.dumps(fingerprint).encode()).hexdigest()[:12]
     cache = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
     return cache / settings_module.PACKAGE / f"spark-classes-{key}.jsa"
 
 
-def usable(settings: Settings) -> Path | None:
+def usable(settings: Settings, fingerprint: list[str]) -> Path | None:
     """The archive to hand a starting JVM, or None: none written, switched off, or not whole."""
-    path = location(settings)
+    path = location(settings, fingerprint)
     if path is None:
         return None
     try:

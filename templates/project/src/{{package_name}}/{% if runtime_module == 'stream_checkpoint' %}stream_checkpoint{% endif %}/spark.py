@@ -52,6 +52,7 @@ from .. import settings as settings_module
 from ..runtime import metrics
 from ..runtime.errors import JobError
 from ..runtime.shutdown import Shutdown
+from . import class_archive
 from .sink import IdempotentSink
 from ..runtime.strategy import Context
 
@@ -152,12 +153,19 @@ def build_session(ctx: Context, *, archive_at_exit: Path | None = None) -> Any:
     return spark
 
 
-def _class_archive_options(ctx: Context, archive_at_exit: Path | None) -> list[str]:
-    from . import class_archive
+def archive_fingerprint() -> list[str]:
+    """What a class archive depends on: Spark's jars (its version and home), the Java that runs
+    it, and the JVM options a local driver gets."""
+    import pyspark
 
+    java = os.path.realpath(shutil.which("java") or "java")
+    return [pyspark.__version__, spark_home(), java, os.environ.get("JAVA_HOME", ""), *LOCAL_JVM_OPTIONS]
+
+
+def _class_archive_options(ctx: Context, archive_at_exit: Path | None) -> list[str]:
     if archive_at_exit is not None:
         return [f"-XX:ArchiveClassesAtExit={archive_at_exit}"]
-    archive = class_archive.usable(ctx.settings)
+    archive = class_archive.usable(ctx.settings, archive_fingerprint())
     return [] if archive is None else [f"-XX:SharedArchiveFile={archive}", "-XX:+VerifySharedSpaces"]
 
 
