@@ -72,11 +72,7 @@ def publish(written: Path, target: Path) -> None:
     size_aside.write_text(json.dumps({"bytes": target.stat().st_size}), encoding="utf-8")
     _sync(size_aside)
     os.replace(size_aside, size)
-    fd = os.open(target.parent, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
+    _sync(target.parent)  # the renames
 
 
 def _size_file(path: Path) -> Path:
@@ -84,6 +80,7 @@ def _size_file(path: Path) -> Path:
 
 
 def _sync(path: Path) -> None:
+    """fsync a file, or a directory (its entries: the renames into it)."""
     fd = os.open(path, os.O_RDONLY)
     try:
         os.fsync(fd)
