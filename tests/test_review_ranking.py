@@ -108,6 +108,11 @@ def test_the_context_may_add_a_symptom_and_the_record_says_so(catalog):
     assert 'corrupt or inconsistent state ("corrupted")' in text and "not answered: confirm with `symptoms`" in text
     answered = review({**answers, "symptoms": "corrupt_state"}, catalog, current="checkpoint", context=words)
     assert answered.seen.inferred == ()  # an answered symptom is not inferred again
+    # A word is weaker evidence than an answer: each rule it alone makes hold counts half.
+    scores = {f.control.id: f.score for f in r.findings}
+    scored = {f.control.id: f.score for f in answered.findings}
+    assert all(scored[c] / 2 <= scores[c] <= scored[c] for c in scored if scored[c] > 0), (scores, scored)
+    assert scores["checkpoint-file-checksummed"] < scored["checkpoint-file-checksummed"], (scores, scored)
 
 
 # --- the two tracks ----------------------------------------------------------------------------

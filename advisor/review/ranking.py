@@ -48,12 +48,20 @@ def symptoms_seen(answers: Mapping[str, str], catalog: Catalog, context: str | N
     return Seen(answered, tuple(inferred))
 
 
+#: A rule that holds only with a symptom the context's words suggest (not answered) counts this
+#: much of its weight: a word is weaker evidence than the team's own answer.
+INFERRED_SHARE = 0.5
+
+
 def likelihood(control: Control, seen: Seen, answers: Mapping[str, str], catalog: Catalog) -> Likelihood:
-    fired = [
-        (rule, rule.weights[control.id])
-        for rule in catalog.evidence.rules
-        if control.id in rule.weights and rule.holds(seen.symptoms, answers)
-    ]
+    fired = []
+    for rule in catalog.evidence.rules:
+        if control.id not in rule.weights:
+            continue
+        if rule.holds(seen.answered, answers):
+            fired.append((rule, rule.weights[control.id]))
+        elif seen.inferred and rule.holds(seen.symptoms, answers):
+            fired.append((rule, rule.weights[control.id] * INFERRED_SHARE))
     fired.sort(key=lambda item: -item[1])
     return Likelihood(sum(w for _, w in fired), tuple(fired))
 
