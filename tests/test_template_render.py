@@ -148,10 +148,30 @@ def test_generate_never_copies_runtime_code_across_strategies() -> None:
                 seen[body] = name
 
 
+def test_no_package_name_may_shadow_the_standard_library_or_a_dependency() -> None:
+    """A package named like a module it imports (gc, statemachine, eventsourcing, ...) shadows it and the
+    generated project cannot start: copier.yml's validator refuses every standard-library module, every
+    keyword and the import names of the template's dependencies."""
+    import keyword
+    import re
+    import sys
+
+    validator = yaml.safe_load((templates_dir() / "copier.yml").read_text())["package_name"]["validator"]
+    refused = set(re.findall(r"'([a-z][a-z0-9_]*)'", validator.split("package_name in [", 1)[1].split("]", 1)[0]))
+    identifier = re.compile(r"[a-z][a-z0-9_]{0,62}")
+    std = {n for n in sys.stdlib_module_names if identifier.fullmatch(n)}
+    words = {k.lower() for k in keyword.kwlist + keyword.softkwlist if identifier.fullmatch(k.lower())}
+    dependencies = {"prometheus_client", "tenacity", "statemachine", "eventsourcing", "psycopg", "psycopg_pool",
+                    "pika", "pyspark", "py4j", "pytest", "yaml"}
+    assert not (std | words | dependencies) - refused, sorted((std | words | dependencies) - refused)
+
+
 @pytest.mark.parametrize("strategy, answers, message", [
     ("checkpoint", {"package_name": "Bad-Name"}, "package_name"),
     ("checkpoint", {"package_name": "9lives"}, "package_name"),
     ("checkpoint", {"package_name": "class"}, "keyword"),
+    ("checkpoint", {"package_name": "gc"}, "shadows a module"),                 # the standard library's
+    ("state-machine", {"package_name": "statemachine"}, "shadows a module"),    # a dependency's import name
     ("checkpoint", {"project_name": "../../etc"}, "path tricks"),
     ("checkpoint", {"project_name": "~root"}, "path tricks"),
     ("checkpoint", {"project_name": ""}, "empty"),
