@@ -36,6 +36,11 @@ class Choice:
     label: str
     help: str
 
+    @property
+    def name(self) -> str:
+        """The label without its explanation ("Work lost — accepted work ..." → "Work lost")."""
+        return self.label.split(" — ")[0].strip()
+
 
 @dataclass(frozen=True)
 class Question:
@@ -289,6 +294,7 @@ class Scenario:
 
 SYMPTOMS = "symptoms"  # the question evidence rules read by its values (what the team saw)
 TRIGGER = "trigger"  # when it happened (a deploy, a crash, a retry): evidence rules read it in `when`
+ENGINE_OWNER = "engine_owner"  # who owns the engine: a rewrite is proposed only for its own code
 
 
 @dataclass(frozen=True)

@@ -19,12 +19,11 @@ from collections.abc import Mapping, Sequence
 
 from advisor.errors import AnswersError
 from advisor.model.answers import CurrentDesign
-from advisor.model.catalog import EFFORTS, Catalog, Control, Strategy, condition_holds
+from advisor.model.catalog import ENGINE_OWNER, EFFORTS, Catalog, Control, Strategy, condition_holds
 from advisor.model.engine import recommend
 from advisor.model.recommendation import Recommendation
 from advisor.model.template_settings import settings_for
 from advisor.review.plan import (
-    ENGINE_OWNER,
     NOT_OWNED,
     depends_on_unanswered,
     likely,

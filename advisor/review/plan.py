@@ -12,7 +12,7 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
 
-from advisor.model.catalog import Catalog, Control, Strategy
+from advisor.model.catalog import ENGINE_OWNER, Catalog, Control, Strategy
 from advisor.model.recommendation import Recommendation
 from advisor.model.template_settings import flags as generate_flags
 
@@ -82,7 +82,6 @@ def ids(controls: Sequence[Control]) -> str:
     return ", ".join(f"`{c.id}`" for c in controls)
 
 
-ENGINE_OWNER = "engine_owner"
 NOT_OWNED = ("framework", "product")  # engines the team configures or runs, never rewrites
 
 

@@ -94,7 +94,7 @@ def _symptom_words(rule: EvidenceRule, seen: Seen, catalog: Catalog) -> list[str
     question = catalog.question(SYMPTOMS)
     words = []
     for symptom in rule.symptoms:
-        label = question.choice(symptom).label.split(" — ")[0].lower()
+        label = question.choice(symptom).name.lower()
         if symptom in seen.answered:
             words.append(label)
         else:

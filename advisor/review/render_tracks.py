@@ -32,7 +32,7 @@ def _evidence_line(r: Review, catalog: Catalog) -> str:
         return "Ranked in the order the strategy declares its controls."
 
     def label(symptom: str) -> str:
-        return question.choice(symptom).label.split(" — ")[0].lower()
+        return question.choice(symptom).name.lower()
 
     parts = []
     when = r.rec.answers.get(TRIGGER)
@@ -189,7 +189,7 @@ def answer_words(catalog: Catalog, question_id: str, answers: Mapping[str, str])
     """An answer in the question's labels (several for a multiple-value question)."""
     question = catalog.question(question_id)
     values = answer_values(answers, question_id)
-    labels = " + ".join(question.choice(v).label.split(" — ")[0] if question.multiple else question.choice(v).label
+    labels = " + ".join(question.choice(v).name if question.multiple else question.choice(v).label
                         for v in values)  # fmt: skip
     return f"{labels} (`{question_id}={','.join(values)}`)"
 

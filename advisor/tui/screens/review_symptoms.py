@@ -14,18 +14,10 @@ from textual.widgets import Footer, Header, OptionList, SelectionList, Static
 from textual.widgets.option_list import Option
 from textual.widgets.selection_list import Selection
 
-from advisor.model.catalog import MULTIPLE_SEPARATOR, SYMPTOMS, TRIGGER, answer_values
+from advisor.model.catalog import ENGINE_OWNER, MULTIPLE_SEPARATOR, SYMPTOMS, TRIGGER, answer_values
 from advisor.tui.screens.review_base import ReviewStepScreen
 from advisor.tui.session import UNKNOWN
 from advisor.tui.widgets.review_steps import ReviewSteps
-
-
-ENGINE_OWNER = "engine_owner"
-
-
-def short(label: str) -> str:
-    """A choice's label without its explanation ("Work lost — accepted work ..." → "Work lost")."""
-    return label.split(" — ")[0]
 
 
 class SymptomsScreen(ReviewStepScreen):
@@ -59,7 +51,7 @@ class SymptomsScreen(ReviewStepScreen):
         seen = set(answer_values(session.answers, SYMPTOMS))
         symptoms = self.query_one("#symptom-list", SelectionList)
         for n, choice in enumerate(session.catalog.question(SYMPTOMS).choices, start=1):
-            symptoms.add_option(Selection(f"{n} {short(choice.label)}", choice.id, choice.id in seen))
+            symptoms.add_option(Selection(f"{n} {choice.name}", choice.id, choice.id in seen))
         self._fill("#trigger", TRIGGER, "When did it happen? (tab)")
         self._fill("#engine-owner", ENGINE_OWNER, "Who owns the engine? (tab)")
         symptoms.focus()
@@ -71,7 +63,7 @@ class SymptomsScreen(ReviewStepScreen):
         options.border_title = title
         question = self.session.catalog.question(question_id)
         for choice in question.choices:
-            options.add_option(Option(short(choice.label), id=choice.id))
+            options.add_option(Option(choice.name, id=choice.id))
         options.add_option(Option("I don't know", id=UNKNOWN))
         ids = [c.id for c in question.choices]
         answer = self.session.answers.get(question_id)

@@ -60,7 +60,7 @@ def _close_call(session: Session, rec: Any) -> list[str]:
 def choice_words(question: Any, value: str) -> str:
     """A choice's label up to its explanation ("No — it calls no other service" → "no")."""
     try:
-        label = str(question.choice(value).label).split(" — ")[0].strip()
+        label = str(question.choice(value).name)
     except Exception:  # a value the catalog lacks: show it raw
         return value
     if len(label) > 30:  # a long label: the value's own id reads shorter ("idempotent api")
