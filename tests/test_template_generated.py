@@ -301,7 +301,9 @@ def test_a_plain_project_never_claims_exactly_once(policy: str, tmp_path: Path) 
         return done.stdout + done.stderr
 
     outputs = [cli("--help"), cli("reconcile", "--help"), cli("drill", "--help")]
-    drill = cli("drill", "--records", "150", "--kills", "2", "--seed", "3", "--work-ms", "0",
+    # The wording of a drill with calls in doubt (kills between a call and its commit); the fault mix's
+    # own verdicts are held by the drill's tests and the soak, not by this one.
+    drill = cli("drill", "--records", "150", "--kills", "2", "--seed", "3", "--work-ms", "0", "--only", "sigkill",
                 "--aim", "after_call_before_commit", "--data-dir", str(data))
     outputs += [drill, cli("status", "--data-dir", str(data)), cli("reconcile", "--data-dir", str(data)),
                 cli("reconcile", "--json", "--data-dir", str(data))]
