@@ -46,10 +46,10 @@ def _sentence(text: str) -> str:
 
 def short_label(question: Question, value: str) -> str:
     """A choice's label without its explanation ("Hours or more — …" → "hours or more")."""
-    full = question.choice(value).label.strip()
-    label = question.choice(value).name
+    choice = question.choice(value)
+    label = choice.name
     if label.lower().rstrip(",.") in {"yes", "no"}:  # "No — one unit takes longer…" needs its tail
-        label = full
+        label = choice.label.strip()
     return label if label[1:2].isupper() else label[0].lower() + label[1:]
 
 
