@@ -2,7 +2,9 @@
 
 Each batch: the intents of its calls committed first, then the calls (``job.process_record``),
 then results + the batch's intents removed + the new offset in ONE transaction guarded by
-``WHERE processed_offset = ?`` (a batch that loses the race is given up).
+``WHERE processed_offset = ?`` (a batch that loses the race is given up). The first batch's
+intents commit with the claim, every later batch's with the checkpoint before it: one commit
+per batch, one more per task.
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ import json
 import sys
 import time
 import uuid
+from dataclasses import dataclass
 from typing import Any
 
 from .. import job
@@ -32,6 +35,22 @@ def idempotency_key(task_id: str, record_id: str, step: str = "") -> str:
     return f"{task_id}/{record_id}" + (f"/{step}" if step else "")
 
 
+@dataclass
+class FirstBatch:
+    """What the claim's transaction read and prepared for the task's first batch."""
+
+    task_id: str
+    records: list[dict[str, Any]]
+    work_ms: float
+    state: dict[str, Any]
+    foreign: set[int]  # intents a killed instance prepared and never confirmed
+    end: int  # the first batch is records[offset:end]; its intents are prepared
+
+
+class Unreadable(Exception):
+    """The task's input or checkpoint cannot be read: the task fails (its reason is the message)."""
+
+
 class Worker:
     def __init__(self, ctx: Context, store: Store, external: ExternalService, shutdown: Shutdown) -> None:
         self.ctx, self.store, self.external, self.shutdown = ctx, store, external, shutdown
@@ -41,30 +60,38 @@ class Worker:
         self.owner = owner_id()
         self.processed = 0
         self.outage: TransientError | None = None  # set when retries run out mid-batch
+        self.first_batch: FirstBatch | None = None  # prepared by the last claim
 
     def log(self, message: str) -> None:
         print(f"[{self.owner} {self.instance_id[:8]}] {message}", file=sys.stderr, flush=True)
 
     # ---- claiming
     def claim(self) -> dict[str, Any] | None:
+        """A task to work on, with its first batch's intents prepared in the claim's own commit
+        (``first_batch``): one fsync fewer per task, and still every intent durable before its call."""
         with self.store.transaction():
-            now = time.time()
-            for row in self.store.all(SELECT_CLAIMABLE):
-                # Held by this very process under an earlier instance (run re-entered after a
-                # store outage, outage.py): ours to take back at once, as from a dead owner.
-                ours = row["owner"] == self.owner and row["instance_id"] != self.instance_id
-                if row["status"] == "running" and not ours and not owner_gone(
-                        row["owner"], row["updated_at"], lease_s=self.settings.lease_s, now=now):
-                    continue
-                changed = self.store.execute(CLAIM_TASK, (
-                    self.instance_id, self.owner, now, now,
-                    row["task_id"], row["status"], row["instance_id"] or "")).rowcount
-                if changed == 1:
-                    task = self.store.one(SELECT_TASK, (row["task_id"],))
-                    if row["status"] == "running":
-                        self.log(f"reclaimed {row['task_id']} from {row['owner']}: resuming at offset "
-                                 f"{task['processed_offset']}/{task['total']}")
-                    return task
+            task = self._claim_in_transaction()
+            self.first_batch = self._prepare_first_batch(task) if task is not None else None
+            return task
+
+    def _claim_in_transaction(self) -> dict[str, Any] | None:
+        now = time.time()
+        for row in self.store.all(SELECT_CLAIMABLE):
+            # Held by this very process under an earlier instance (run re-entered after a
+            # store outage, outage.py): ours to take back at once, as from a dead owner.
+            ours = row["owner"] == self.owner and row["instance_id"] != self.instance_id
+            if row["status"] == "running" and not ours and not owner_gone(
+                    row["owner"], row["updated_at"], lease_s=self.settings.lease_s, now=now):
+                continue
+            changed = self.store.execute(CLAIM_TASK, (
+                self.instance_id, self.owner, now, now,
+                row["task_id"], row["status"], row["instance_id"] or "")).rowcount
+            if changed == 1:
+                task = self.store.one(SELECT_TASK, (row["task_id"],))
+                if row["status"] == "running":
+                    self.log(f"reclaimed {row['task_id']} from {row['owner']}: resuming at offset "
+                             f"{task['processed_offset']}/{task['total']}")
+                return task
         return None
 
     def run(self, limit: int | None) -> int:
@@ -83,7 +110,9 @@ class Worker:
         with self.store.transaction():
             self.store.execute(MARK_FAILED, (reason, time.time(), task["task_id"], self.instance_id))
 
-    def process_task(self, task: dict[str, Any], limit: int | None) -> None:
+    @staticmethod
+    def _read_task(task: dict[str, Any]) -> tuple[list[dict[str, Any]], float, dict[str, Any]]:
+        """(records, work_ms, state) of a claimed task; Unreadable when its input or checkpoint is not."""
         try:
             if task["payload"] is None:  # task_inputs lost its row: nothing to process
                 raise CorruptStateError("the task's input is missing from task_inputs")
@@ -93,15 +122,43 @@ class Worker:
                 raise CorruptStateError("payload 'records' does not match the task's total")
             state = CHECKPOINT.loads(task["checkpoint_data"] or CHECKPOINT.dumps(job.INITIAL_STATE))
         except (CorruptStateError, StateVersionError, KeyError, TypeError, ValueError) as exc:
-            self.fail(task, f"unreadable payload or checkpoint: {exc}")
-            return
+            raise Unreadable(f"unreadable payload or checkpoint: {exc}") from None
+        return records, work_ms, state
+
+    def _prepare_first_batch(self, task: dict[str, Any]) -> FirstBatch | None:
+        """Inside the claim's transaction: the task read, and its first batch's intents prepared.
+        None when it cannot be read (process_task fails it) or has nothing left to do."""
+        try:
+            records, work_ms, state = self._read_task(task)
+        except Unreadable:
+            return None
         task_id, offset, total = task["task_id"], task["processed_offset"], task["total"]
+        if offset >= total:
+            return None
         # Intents another (killed) instance prepared and never confirmed, read once per
         # claim: only an instance holding the task writes its intents, and that is us now.
         foreign = {row["seq"] for row in self.store.all(SELECT_PREPARED, (task_id, offset, total, self.instance_id))}
-        # The intents of the batch about to run: None = not prepared yet (the first batch
-        # after a claim); else the seqs of that batch another instance had prepared.
+        end = min(offset + self.settings.batch_size, total)
+        self.prepare_intents(task_id, records, offset, end, foreign=foreign)
+        return FirstBatch(task_id, records, work_ms, state, foreign, end)
+
+    def process_task(self, task: dict[str, Any], limit: int | None) -> None:
+        task_id, offset, total = task["task_id"], task["processed_offset"], task["total"]
+        first, self.first_batch = self.first_batch, None
+        # The intents of the batch about to run: None = not prepared yet; else the seqs of that
+        # batch another instance had prepared.
         prepared: set[int] | None = None
+        if first is not None and first.task_id == task_id:  # read and prepared by the claim
+            records, work_ms, state, foreign = first.records, first.work_ms, first.state, first.foreign
+            prepared = {seq for seq in foreign if offset <= seq < first.end}
+        else:
+            try:
+                records, work_ms, state = self._read_task(task)
+            except Unreadable as exc:
+                self.fail(task, str(exc))
+                return
+            foreign = {row["seq"] for row in self.store.all(SELECT_PREPARED,
+                                                            (task_id, offset, total, self.instance_id))}
         while offset < total:
             if self.shutdown.requested or (limit is not None and self.processed >= limit):
                 self.release(task_id, offset, total)
