@@ -16,11 +16,12 @@
    both sides) and with its fsync off (``ExternalService(durable=False)``: our
    overhead alone, nothing to hide it).
    TARGET (issue 10): checkpointed / raw >= 0.9 at 0 ms of work WITH the service's
-   fsync on; >= 0.8 at 0.5 ms, fsync on. The fsync-off ratios are printed, not
-   targets: they stay below 0.9 because a checkpoint commit writes ~16 WAL pages
-   per batch where the raw loop writes ~8 (the next batch's 100 intents inserted
-   and this batch's deleted, and the offset update), and ours pays that commit's
-   fsync; see "Measured" below.
+   fsync on; >= 0.8 at 0.5 ms, fsync on. TARGET (issue 25): >= 0.9 at 0 ms with the
+   service's fsync off too (our overhead alone; until 2026-12-02 printed, not a target).
+   It sits on that line: a checkpoint commit writes ~16 WAL pages per batch where the
+   raw loop writes ~8 (the next batch's 100 intents inserted and this batch's deleted,
+   and the offset update), and the gap is our Python per record (docs/benchmarks.md);
+   see "Measured" below. The 0.5 ms fsync-off ratio is printed, not a target.
    WAL pages per batch are counted (not timed) for both sides from the WAL's size,
    2,000 records in one task: the figure a schema change to the hot rows moves.
 2. Our own cost per record: the worker's time per record minus the time of the
@@ -76,7 +77,7 @@ PACKAGE = "bench_job"
 MODULES = ("checkpoint", "runtime.external", "job", "settings", "runtime.shutdown", "runtime.strategy")
 
 #: Ratio targets per (work per record, service fsync on?); None: printed, not a target.
-TARGETS = {(0.0, True): 0.9, (0.0, False): None, (0.5, True): 0.8, (0.5, False): None}
+TARGETS = {(0.0, True): 0.9, (0.0, False): 0.9, (0.5, True): 0.8, (0.5, False): None}
 #: One commit per batch: its results + offset + intents done, with the NEXT batch's intents
 #: (durable before that batch's calls). The claim is one more per task (task_size records).
 FSYNCS_PER_BATCH = 1
