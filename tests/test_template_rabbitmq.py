@@ -159,11 +159,12 @@ def _drill_across_a_restart(generated: Any, node: Any, data: Path, seed: int) ->
             time.sleep(0.05)
         assert drill.poll() is None and _effects(data) >= 150, "the drill ended before the restart"
         node.restart()
-        out, _ = drill.communicate(timeout=600)
+        out, err = drill.communicate(timeout=600)
     finally:
         if drill.poll() is None:
             drill.kill()
             drill.wait()
+    assert out.strip(), f"the drill printed no report (exit {drill.returncode}): {err[-3000:]}"
     report = json.loads(out)
     report["_exit"] = drill.returncode
     return report, (data / "drill-workers.log").read_text()

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from ..runtime import submission
-from ..runtime.errors import JobError, StoreUnavailable
+from ..runtime.errors import JobError, StoreUnavailable, TransientError
 from ..runtime.external import ExternalService
 from ..runtime.store import STATE_DB
 from ..runtime.strategy import Context
@@ -137,7 +137,10 @@ class Nemesis:
         chunk = self.records[event["first"]:event["first"] + event["count"]]
         republish = getattr(self.strategy, "drill_republish", None)
         if republish is not None:  # a queue: the same message published again
-            published = republish(self.ctx, self.records, event["first"], event["count"], self.work_ms)
+            try:
+                published = republish(self.ctx, self.records, event["first"], event["count"], self.work_ms)
+            except TransientError:
+                return None  # the broker is away (restarting): later
             self.history.add("submit", event=event["n"], correlation_id=",".join(published), records=len(chunk),
                              outcome="published", same=True, message=None, done=done)
             self.last_queued = (time.monotonic(), len(chunk))

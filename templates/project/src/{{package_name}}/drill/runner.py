@@ -25,7 +25,7 @@ from typing import Any
 from .. import job
 from ..job import demo_records
 from ..runtime import effects, submission
-from ..runtime.errors import JobError
+from ..runtime.errors import JobError, TransientError
 from ..runtime.external import ExternalService, verify
 from ..runtime.store import STATE_DB, connect, is_postgresql, workload_held
 from ..runtime.strategy import Context
@@ -43,6 +43,8 @@ PROGRESS_EVERY_S = 0.2  # --events progress lines
 MAX_EXTENSIONS = 3
 #: At most this many extra runs for work the drill queued after the workers' last look (_rerun).
 MAX_RERUNS = 2
+#: How long the drill waits for a queue's broker to take the extra work it adds (the drill may restart it).
+BROKER_AWAY_S = 120.0
 #: The correlation id of the drill's input, when the schedule resubmits part of it under the same id.
 INPUT_ID = "drill-input"
 SCHEDULE_FILE = "drill-schedule.json"
@@ -134,6 +136,7 @@ class Drill:
         self.base = self._expected_count()
         self.marks = {e["n"]: e["at"] * self.base for e in self.timed}
         self.extended = 0
+        self.broker_away_since: float | None = None  # a queue's broker refusing the drill's extra work
         self.reruns = 0
         self.settling = -1  # effects applied when the last outage ended
         log = open(data_dir / "drill-workers.log", "ab")
@@ -260,14 +263,23 @@ class Drill:
 
     def _extend(self, done: int) -> None:
         """The work ran out before every planned event landed: submit more and start the workers again."""
-        self.extended += 1
         start = len(self.records)
         extra = demo_records(start + max(50, self.schedule.records // 2))[start:]
-        self.records = self.records + extra
         publish = getattr(self.drill_ctx.strategy, "drill_submit", None)
         if publish is not None:  # a queue input: more messages on the drill's queue
-            publish(self.drill_ctx, extra, work_ms=self.schedule.work_ms, more=f"extend{self.extended}")
-        else:
+            try:
+                publish(self.drill_ctx, extra, work_ms=self.schedule.work_ms, more=f"extend{self.extended + 1}")
+            except TransientError as exc:  # the broker is away (the drill may restart it): the loop comes back
+                now = time.monotonic()
+                self.broker_away_since = self.broker_away_since or now
+                if now - self.broker_away_since > BROKER_AWAY_S:
+                    raise JobError(f"{exc}: the drill could not add work for {BROKER_AWAY_S:.0f} s") from None
+                time.sleep(POLL_S)
+                return
+            self.broker_away_since = None
+        self.extended += 1
+        self.records = self.records + extra
+        if publish is None:
             submission.queue(self.drill_ctx, extra, correlation_id=f"drill-extend-{self.extended}",
                              work_ms=self.schedule.work_ms)
         self.history.add("extend", records=len(extra), done=done, pending=[e["n"] for e in self.armed + self.timed])

@@ -16,7 +16,7 @@ from typing import Any
 import pika
 from pika import exceptions as amqp_errors
 
-from ..errors import JobError
+from ..errors import JobError, TransientError
 from ..strategy import Context
 from .broker import COUNT_EVENTS, DRILL_QUEUE_EXPIRES_S, DRILL_QUEUE_FILE, LOG_TABLE, connect, declare, queue_of, where, why
 
@@ -44,7 +44,12 @@ def drill_submit(ctx: Context, records: list[dict[str, Any]], *, work_ms: float 
     prefix = f"drill-{more}-" if more else "drill-"
     per = records_per_message(ctx)
     ids = []
-    connection = _connect_for_drill(ctx)
+    try:
+        connection = connect(ctx)
+    except amqp_errors.AMQPConnectionError as exc:
+        if more:  # mid-run (the drill may have restarted the broker): the drill tries again later
+            raise TransientError(f"the broker at {where(ctx)} is away ({why(exc)})") from None
+        raise JobError(f"the drill needs the broker at {where(ctx)} (set AMQP_URL): {why(exc)}") from None
     try:
         channel = connection.channel()
         declare(channel, queue, DRILL_QUEUE_EXPIRES_S * 1000)
@@ -62,6 +67,9 @@ def drill_submit(ctx: Context, records: list[dict[str, Any]], *, work_ms: float 
                 channel.tx_commit()
         channel.tx_commit()
     except amqp_errors.AMQPError as exc:
+        if more:  # nothing of this chunk was committed: the drill tries again later
+            raise TransientError(f"the broker at {where(ctx)} failed while the drill published more input "
+                                 f"({why(exc)})") from None
         raise JobError(f"the broker at {where(ctx)} failed while the drill published its input "
                        f"({why(exc)}); run the drill again") from None
     finally:
@@ -92,12 +100,17 @@ def drill_republish(ctx: Context, records: list[dict[str, Any]], first: int, cou
                     work_ms: float = 0.0) -> list[str]:
     """The drill's resubmit-same fault on a queue (drill/schedule.py): the messages holding
     ``records[first:first + count]`` published again, with their correlation ids and bodies (a
-    producer retrying): the consumer must find them submitted already and queue nothing twice."""
+    producer retrying): the consumer must find them submitted already and queue nothing twice.
+    TransientError when the broker is away (a drill may restart it): nothing was published (the
+    transaction was not committed), and the drill tries again later."""
     queue, _ = queue_of(ctx)
     per = records_per_message(ctx)
     numbers = range(first // per, (first + count - 1) // per + 1)
     ids = []
-    connection = _connect_for_drill(ctx)
+    try:
+        connection = connect(ctx)
+    except amqp_errors.AMQPConnectionError as exc:
+        raise TransientError(f"the broker at {where(ctx)} is away ({why(exc)})") from None
     try:
         channel = connection.channel()
         channel.tx_select()
@@ -110,18 +123,12 @@ def drill_republish(ctx: Context, records: list[dict[str, Any]], first: int, cou
             ids.append(cid)
         channel.tx_commit()
     except amqp_errors.AMQPError as exc:
-        raise JobError(f"the broker at {where(ctx)} failed while the drill published again ({why(exc)})") from None
+        raise TransientError(f"the broker at {where(ctx)} failed while the drill published again "
+                             f"({why(exc)})") from None
     finally:
         if connection.is_open:
             connection.close()
     return ids
-
-
-def _connect_for_drill(ctx: Context) -> pika.BlockingConnection:
-    try:
-        return connect(ctx)
-    except amqp_errors.AMQPConnectionError as exc:
-        raise JobError(f"the drill needs the broker at {where(ctx)} (set AMQP_URL): {why(exc)}") from None
 
 
 def drill_report(ctx: Context) -> dict[str, Any]:
