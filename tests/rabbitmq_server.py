@@ -168,7 +168,19 @@ def rabbitmq_server() -> Iterator[RabbitMQ]:
     root = Path(tempfile.mkdtemp(prefix="advisor-rabbitmq-"))
     broker = RabbitMQ(root)
     try:
-        broker.start()
+        for attempt in range(3):
+            try:
+                broker.start()
+                break
+            except RuntimeError as error:
+                # A port found free can be taken by another process before the node binds it
+                # (seen once: eaddrinuse on the AMQP port); new ports, a fresh node, once more.
+                if "eaddrinuse" not in str(error) or attempt == 2:
+                    raise
+                broker.stop()
+                shutil.rmtree(root, ignore_errors=True)
+                root.mkdir()
+                broker = RabbitMQ(root)
         yield broker
     finally:
         broker.stop()

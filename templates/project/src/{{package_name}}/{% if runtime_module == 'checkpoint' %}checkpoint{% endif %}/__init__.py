@@ -28,7 +28,6 @@ from __future__ import annotations
 
 import json
 import time
-import uuid
 from typing import Any
 
 from .. import job
@@ -73,7 +72,8 @@ def submit(ctx: Context, records: list[dict[str, Any]], *, work_ms: float = 0.0,
     the demo, refused on a data dir that has work; with one, new work unless redelivered)."""
     if correlation_id is None:
         return _insert_tasks(ctx, records, work_ms=work_ms, prefix="demo", correlation_id=None)
-    return _insert_tasks(ctx, records, work_ms=work_ms, prefix="task", correlation_id=correlation_id)
+    return _insert_tasks(ctx, records, work_ms=work_ms, prefix=f"task-{correlation.arrival_stamp()}-00000",
+                         correlation_id=correlation_id)
 
 
 def submit_many(ctx: Context, store: Store, submissions: list[tuple[str, list[dict[str, Any]], float]]
@@ -81,8 +81,14 @@ def submit_many(ctx: Context, store: Store, submissions: list[tuple[str, list[di
     """Several submissions (correlation id, records, work_ms) in ONE transaction on ``store``
     (strategy.py): each deduped by its own id, all kept or none."""
     with store.transaction():
-        return [_add(ctx, store, records, work_ms=work_ms, prefix="task", correlation_id=cid)
-                for cid, records, work_ms in submissions]
+        # One created_at for the batch: claims go by (created_at, task_id), and the task ids
+        # follow the order the submissions arrived in (correlation.arrival_stamp).
+        stamp, now, added = correlation.arrival_stamp(), time.time(), {}
+        for n in correlation.in_lock_order(submissions):
+            cid, records, work_ms = submissions[n]
+            added[n] = _add(ctx, store, records, work_ms=work_ms, prefix=f"task-{stamp}-{n:05d}",
+                            correlation_id=cid, now=now)
+        return [added[n] for n in range(len(submissions))]
 
 
 def _insert_tasks(ctx: Context, records: list[dict[str, Any]], *, work_ms: float, prefix: str,
@@ -97,7 +103,7 @@ def _insert_tasks(ctx: Context, records: list[dict[str, Any]], *, work_ms: float
 
 
 def _add(ctx: Context, store: Store, records: list[dict[str, Any]], *, work_ms: float, prefix: str,
-         correlation_id: str | None) -> Submitted:
+         correlation_id: str | None, now: float | None = None) -> Submitted:
     """Inside the caller's transaction: the tasks of one submission, or the existing ones."""
     if correlation_id is None and store.one(COUNT_TASKS)["n"]:
         raise JobError(workload_held(store, ctx.data_dir))
@@ -105,15 +111,16 @@ def _add(ctx: Context, store: Store, records: list[dict[str, Any]], *, work_ms: 
         existing = correlation.claim(store, correlation_id, len(records))
         if existing is not None:  # a redelivery: keep the tasks and their checkpoints
             return Submitted(existing, added=False)
-    now, ids, size = time.time(), [], ctx.settings.task_size
+    now, ids, size = now or time.time(), [], ctx.settings.task_size
     initial = CHECKPOINT.dumps(job.INITIAL_STATE)
     for n, first in enumerate(range(0, len(records), size)):
         chunk = records[first:first + size]
         if correlation_id is None:
             task_id, corr = f"{prefix}-{n:05d}", f"{prefix}:{first}-{first + len(chunk) - 1}"
         else:
-            # The submissions table finds these tasks again; the column stays unique.
-            task_id = f"{prefix}-{uuid.uuid4().hex[:12]}"
+            # Unique (the prefix is the submission's arrival stamp), in arrival order; the
+            # submissions table finds these tasks again, and the column stays unique.
+            task_id = f"{prefix}-{n:05d}"
             corr = task_id
         payload = PAYLOAD.dumps({"records": chunk, "work_ms": work_ms})
         store.execute(INSERT_TASK, (task_id, corr, len(chunk), initial, now, now))

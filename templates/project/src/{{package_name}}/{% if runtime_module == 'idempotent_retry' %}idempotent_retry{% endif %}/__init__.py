@@ -29,7 +29,6 @@ from __future__ import annotations
 
 import json
 import time
-import uuid
 from typing import Any
 
 from .. import job
@@ -97,11 +96,15 @@ def submit_many(ctx: Context, store: Store, submissions: list[tuple[str, list[di
     """Several submissions (correlation id, records, work_ms) in ONE transaction on ``store``
     (strategy.py): each deduped by its own id, all kept or none."""
     with store.transaction():
-        return [_add(ctx, store, records, work_ms, cid) for cid, records, work_ms in submissions]
+        stamp, added = correlation.arrival_stamp(), {}
+        for n in correlation.in_lock_order(submissions):
+            cid, records, work_ms = submissions[n]
+            added[n] = _add(ctx, store, records, work_ms, cid, prefix=f"sub-{stamp}-{n:05d}")
+        return [added[n] for n in range(len(submissions))]
 
 
 def _add(ctx: Context, store: Store, records: list[dict[str, Any]], work_ms: float,
-         correlation_id: str | None) -> Submitted:
+         correlation_id: str | None, prefix: str | None = None) -> Submitted:
     """Inside the caller's transaction: the tasks of one submission, or the existing ones."""
     if correlation_id is None:
         if store.one(COUNT_TASKS)["n"]:
@@ -111,8 +114,8 @@ def _add(ctx: Context, store: Store, records: list[dict[str, Any]], work_ms: flo
         existing = correlation.claim(store, correlation_id, len(records))
         if existing is not None:  # a redelivery: its tasks exist already
             return Submitted(existing, added=False)
-        # Unique per submission; claims go by task id, so a submission's tasks stay in order.
-        prefix = f"sub-{uuid.uuid4().hex[:12]}"
+        # Unique per submission and in arrival order (claims go by task id): first in, first out.
+        prefix = prefix or f"sub-{correlation.arrival_stamp()}-00000"
     now, ids = time.time(), []
     for n, record in enumerate(records):
         task_id = f"{prefix}-{n:07d}"

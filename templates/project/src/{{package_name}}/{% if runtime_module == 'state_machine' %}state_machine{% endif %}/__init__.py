@@ -86,7 +86,11 @@ def submit_many(ctx: Context, store: Store, submissions: list[tuple[str, list[di
     """Several submissions (correlation id, records, work_ms) in ONE transaction on ``store``
     (strategy.py): each deduped by its own id, all kept or none."""
     with store.transaction():
-        return [_add(ctx, store, records, work_ms, cid) for cid, records, work_ms in submissions]
+        added = {}
+        for n in correlation.in_lock_order(submissions):
+            cid, records, work_ms = submissions[n]
+            added[n] = _add(ctx, store, records, work_ms, cid)
+        return [added[n] for n in range(len(submissions))]
 
 
 def _add(ctx: Context, store: Store, records: list[dict[str, Any]], work_ms: float,

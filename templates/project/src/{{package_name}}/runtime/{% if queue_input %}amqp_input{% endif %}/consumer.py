@@ -166,9 +166,8 @@ class Consumer:
                 self.reject(channel, method, cid, exc, events)
                 continue
             good.append((method, cid, records, work_ms))
-        # In correlation id order: two consumers that both hold some of the same ids (one cut off
-        # from the broker, its messages redelivered to the other) take their row locks in one order.
-        good.sort(key=lambda item: item[1])
+        # In the order they arrived: the strategy's submit_many locks their rows in correlation id
+        # order (correlation.in_lock_order) and gives their tasks ids in this one.
         answers: list[Any] = []
         if good and hasattr(self.strategy, "submit_many"):
             try:
