@@ -17,7 +17,7 @@ if TYPE_CHECKING:
     from advisor.review.result import Finding, Review
 
 EFFORT_WORDS = {"setting": "a setting", "code": "a code change", "schema": "a schema change"}
-FULL_WEEK_LINES = 3  # this week spells out at least this many fixes with their checks
+FULL_WEEK_LINES = 3  # this week spells out this many fixes with their checks (more only if missing)
 
 
 def _end(text: str) -> str:
@@ -141,7 +141,10 @@ def this_week_section(r: Review) -> list[str]:
     # In full: what is missing and the likely causes (at least FULL_WEEK_LINES); the other
     # findings share one line — their checks are a command away.
     best = max((f.score for f in r.this_week), default=0.0)
-    full = [f for f in r.this_week if f.status == "no" or likely(f.score, best)]
+    # Missing ones always; then the likely causes, cheapest first, as many as FULL_WEEK_LINES
+    # allows (more likely causes than that join the one line of the rest: a record stays readable).
+    full = [f for f in r.this_week if f.status == "no"]
+    full += [f for f in r.this_week if f not in full and likely(f.score, best)][: max(0, FULL_WEEK_LINES - len(full))]
     full += [f for f in r.this_week if f not in full][: max(0, FULL_WEEK_LINES - len(full))]
     lines = [_week_line(i, f) for i, f in enumerate(full, 1)]
     rest = [f for f in r.this_week if f not in full]
@@ -160,9 +163,8 @@ def target_section(r: Review, catalog: Catalog) -> list[str]:
     if r.current is not None and not r.migration:
         out.append(f"No migration: keep {'; '.join(r.keep)}.")
         return out
-    out += [f"{i}. {step}" for i, step in enumerate(r.migration, 1)]
-    if r.keep:
-        out += ["", "Keep: " + "; ".join(r.keep) + "."]
+    steps = list(r.migration) + (["Keep: " + "; ".join(r.keep) + "."] if r.keep else [])
+    out += [f"{i}. {step}" for i, step in enumerate(steps, 1)]
     if r.to_build:
         configured = r.current is not None and not r.rewrites and r.owner in NOT_OWNED
         name = rec.top.strategy.name if configured else s.name
