@@ -38,6 +38,11 @@ of its time in its 100 external calls (the same on both sides); what is ours bey
 the strategy's prepared intents and checkpoint (2 commits of ~104 per message) and the submit
 and claim (2 more); since 2026-12-02 (evening) the claim commits the first batch's intents
 with it, so a one-batch message costs 3 commits of ours, not 4.
+
+2026-12-03, quiet machine (load 0.1-0.7), 5 rounds: the idempotent-retry consumer acked 1,477 of
+1,500 messages one frame each (its tasks were claimed in random order, their ids beginning with a
+random prefix); with task ids in arrival order it acks a pass's run in one frame: 0 ms 0.72 -> 0.88
+(0.85-0.98) and 0.84 in a second run, 1 ms 0.94; checkpoint 0 ms 0.79 (0.76-0.81), 1 ms 0.95.
 """
 
 from __future__ import annotations
