@@ -151,12 +151,15 @@ CASES = {
         {"symptoms": "redone_from_zero", "recovery_point_store": "object_storage", "acceptable_loss": "one_batch", "duration": "hours",
          "work_shape": "record_batch", "workers": "one", "external_effects": "none", "kill_control": "none"},
         "checkpoint", "resumes-from-latest", in_place=("checkpoint-by-time-and-count",)),
-    # An orchestrator failed a task over and ran it twice; the load appended blindly.
+    # An orchestrator failed a task over and ran it twice (its worker, too loaded to renew its
+    # session, was judged dead while the task still ran); the load appended blindly. The merged fix
+    # (apache/dolphinscheduler#8490) makes a worker judged dead kill its running tasks: the claim,
+    # not the load's key, is what was missing first.
     "dolphinscheduler-fake-death-duplicates": Case(
         "apache/dolphinscheduler#8110",
         {"symptoms": "duplicate_effect", "recovery_point_store": "broker_or_orchestrator", "duplicate_cost": "annoying", "work_shape": "single_task",
          "workers": "many", "inbound_duplicates": "possible"},
-        "idempotent-retry", "unique-key-with-effect", also_missing=("lease-longer-than-run",)),
+        "idempotent-retry", "lease-longer-than-run", also_missing=("unique-key-with-effect",)),
     # An agent graph rerun from zero after every failure: reruns are the wrong category for it.
     "hive-agents-restart-from-zero": Case(
         "aden-hive/hive#2324",

@@ -242,6 +242,7 @@ def test_a_broken_evidence_rule_names_file_key_and_reason(catalog_copy, rule, ke
 def test_a_together_rule_needs_every_symptom_it_names(catalog_copy):
     """`together`: a pattern (a unit handed out again and again) that neither symptom shows alone."""
     rule = GOOD_RULE.replace("symptoms: [duplicate_effect]", "together: [duplicate_effect, never_finishes]")
+    (catalog_copy / "precedents.yaml").unlink()  # the rule alone
     (catalog_copy / "evidence.yaml").write_text("rules:\n" + rule)
     catalog = load_catalog(catalog_copy)
     answers = {"work_shape": "record_batch", "outputs": "outside_store"}
@@ -257,6 +258,7 @@ def test_an_unless_rule_is_ruled_out_only_by_an_answer_given(catalog_copy):
     """`unless`: "a message comes back while its task still runs" holds for a team that did not say
     how long its tasks take, and not for one whose tasks take seconds."""
     rule = GOOD_RULE.replace("    when: {outputs: outside_store}\n", "    unless: {duration: seconds}\n")
+    (catalog_copy / "precedents.yaml").unlink()  # the rule alone
     (catalog_copy / "evidence.yaml").write_text("rules:\n" + rule)
     catalog = load_catalog(catalog_copy)
 
@@ -278,8 +280,9 @@ def test_a_good_rule_loads_and_a_catalog_without_the_file_ranks_by_declaration(c
     rules = load_catalog(catalog_copy).evidence.rules
     assert [r.id for r in rules] == ["test-rule"] and rules[0].weights == {"partial-output-published-atomically": 2.0}
     (catalog_copy / "evidence.yaml").unlink()
+    (catalog_copy / "precedents.yaml").unlink()
     bare = load_catalog(catalog_copy)
-    assert bare.evidence.rules == () and first(bare, {"recovery_point_store": "local_disk"}, "checkpoint") == (
+    assert bare.evidence.rules == () and bare.evidence.precedents == () and first(bare, {"recovery_point_store": "local_disk"}, "checkpoint") == (
         "resumes-from-latest"
     )
 

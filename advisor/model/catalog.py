@@ -321,12 +321,26 @@ class EvidenceRule:
 
 
 @dataclass(frozen=True)
+class Precedent:
+    """A past incident (``precedents.yaml``): a public thread, the design its team ran, the
+    control whose absence a reviewer found behind it, and its answers as (question, value) pairs."""
+
+    id: str
+    source: str  # owner/repo#N or a URL: where a reader finds the thread
+    current: str  # strategy id
+    fix: str  # control id of ``current``
+    features: frozenset[tuple[str, str]]
+
+
+@dataclass(frozen=True)
 class Evidence:
     """The review's ranking rules; ``keywords``: words of the team's context that suggest a
-    symptom it did not answer (symptom → words, matched whole and case-insensitively)."""
+    symptom it did not answer (symptom → words, matched whole and case-insensitively);
+    ``precedents``: past incidents whose fixes break what the rules leave close."""
 
     rules: tuple[EvidenceRule, ...] = ()
     keywords: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    precedents: tuple[Precedent, ...] = ()
 
 
 @dataclass(frozen=True)

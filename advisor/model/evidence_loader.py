@@ -3,7 +3,8 @@
 
 Every problem is a :class:`CatalogError` naming the file, the key and the reason: an unknown
 symptom, question, value or control, a weight that is not a number, a rule that says nothing.
-A catalog without the file ranks its findings in the order the strategies declare them.
+A catalog without the file ranks its findings in the order the strategies declare them (and by
+the past incidents of ``precedents.yaml``, when it has them).
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from pathlib import Path
 
 from advisor.model.catalog import SYMPTOMS, Evidence, EvidenceRule, Question, Strategy
 from advisor.model.parsed_cache import read_yaml
+from advisor.model.precedents_loader import PRECEDENTS_FILE, load_precedents
 from advisor.model.condition_reader import read_conditions
 from advisor.model.yaml_reader import Reader
 
@@ -81,8 +83,9 @@ def _keywords(top: Reader, questions: Mapping[str, Question]) -> dict[str, tuple
 
 
 def load_evidence(path: Path, questions: Mapping[str, Question], strategies: Sequence[Strategy]) -> Evidence:
+    precedents = load_precedents(path.parent / PRECEDENTS_FILE, questions, strategies)
     if not path.exists():
-        return Evidence()
+        return Evidence(precedents=precedents)
     top = Reader(path, read_yaml(path))
     top.only("keywords", "rules")
     control_ids = list(dict.fromkeys(c.id for s in strategies for c in s.controls))
@@ -92,4 +95,4 @@ def load_evidence(path: Path, questions: Mapping[str, Question], strategies: Seq
         if any(other.id == rule.id for other in rules):
             raise Reader(path, raw, f"rules[{i}]").error("id", f"duplicate rule id {rule.id!r}")
         rules.append(rule)
-    return Evidence(tuple(rules), _keywords(top, questions))
+    return Evidence(tuple(rules), _keywords(top, questions), precedents)

@@ -13,6 +13,7 @@ Files:
 - ``template-settings.yaml``  template answers implied by answers (``advisor.model.template_settings``)
 - ``evidence.yaml``   the review's ranking rules: symptom × answers → control weights
   (``advisor.model.evidence_loader``)
+- ``precedents.yaml``  past incidents the review compares answers with (``advisor.model.precedents_loader``)
 - ``stack-words.yaml``  the [[terms]] texts may name, worded per stack (``advisor.model.words_file``)
 - every other ``*.yaml`` one strategy, its file name equal to its ``id``
 """
@@ -48,12 +49,13 @@ from advisor.model.conflicts_file import load_close_call_margin, load_conflicts
 from advisor.model.controls_loader import load_controls
 from advisor.model.evidence_loader import load_evidence
 from advisor.model.parsed_cache import read_yaml, save_cache
+from advisor.model.precedents_loader import PRECEDENTS_FILE
 from advisor.model.words_file import WORDS_FILE, load_words
 from advisor.model.yaml_reader import LOADING_WORDS, Reader
 from advisor.paths import strategies_dir
 
 RESERVED_FILES = ("questions.yaml", "scenarios.yaml", "pitfalls.yaml", "conflicts.yaml", "decision.yaml",
-                  "template-settings.yaml", "evidence.yaml", WORDS_FILE)
+                  "template-settings.yaml", "evidence.yaml", PRECEDENTS_FILE, WORDS_FILE)
 
 
 def _question(path: Path, raw: object, index: int) -> Question:

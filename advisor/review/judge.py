@@ -129,9 +129,9 @@ def _findings(
     applying = [c for c in strategy.controls if c.applies(answers)]
     not_needed = tuple(c for c in strategy.controls if not c.applies(answers))
     open_ = [c for c in applying if states[c.id] in ("no", "unknown")]
-    ranked = rank(open_, states, seen, answers, catalog)
+    ranked = rank(open_, states, seen, answers, catalog, design.strategy)
     undecided = tuple(
-        c for c, found in ranked if states[c.id] == "unknown" and depends_on_unanswered(c, answers) and found.score <= 0
+        c for c, found in ranked if states[c.id] == "unknown" and depends_on_unanswered(c, answers) and found.by_rules <= 0
     )
     listed = [(c, found) for c, found in ranked if c not in undecided]
     stand = dict(stood_in)

@@ -1,9 +1,11 @@
 """Which missing or unknown control most likely caused what the team saw: the evidence rules
-(``strategies/evidence.yaml``, symptom × answers → control weight) summed per control.
+(``strategies/evidence.yaml``, symptom × answers → control weight) summed per control, plus the
+fixes of the past incidents most like this one (``strategies/precedents.yaml``).
 
-Pure and small: the rules are data (STYLE.md 14), this module only evaluates them and says, in
-one line per control, which symptom and which answers put it where it ranks. The team's
-``context:`` may add a symptom it did not answer (its words, matched whole); the record says so.
+Pure and small: the rules and the precedents are data (STYLE.md 14), this module only evaluates
+them and says, in one line per control, which symptom, which answers and which past incidents put
+it where it ranks. The team's ``context:`` may add a symptom it did not answer (its words, matched
+whole); the record says so.
 """
 
 from __future__ import annotations
@@ -12,7 +14,7 @@ import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from advisor.model.catalog import SYMPTOMS, Catalog, Control, EvidenceRule, answer_values
+from advisor.model.catalog import MULTIPLE_SEPARATOR, SYMPTOMS, TRIGGER, Catalog, Control, EvidenceRule, Precedent, answer_values
 
 
 @dataclass(frozen=True)
@@ -29,10 +31,19 @@ class Seen:
 
 @dataclass(frozen=True)
 class Likelihood:
-    """How well the evidence explains one control's absence: the sum of the rules that raise it."""
+    """How well the evidence explains one control's absence: the sum of the rules that raise it,
+    and its share of the most similar past incidents' fixes (times PRECEDENT_WEIGHT)."""
 
     score: float = 0.0
     rules: tuple[tuple[EvidenceRule, float], ...] = ()  # (rule, its weight here), strongest first
+    precedents: tuple[Precedent, ...] = ()  # the similar past incidents this control fixed, likeliest first
+    of: int = 0  # how many similar past incidents were read
+    share: float = 0.0  # their part of those incidents, by similarity
+
+    @property
+    def by_rules(self) -> float:
+        """The evidence rules' part alone: past incidents never make a control matter by themselves."""
+        return self.score - PRECEDENT_WEIGHT * self.share
 
 
 def symptoms_seen(answers: Mapping[str, str], catalog: Catalog, context: str | None = None) -> Seen:
@@ -53,7 +64,38 @@ def symptoms_seen(answers: Mapping[str, str], catalog: Catalog, context: str | N
 INFERRED_SHARE = 0.5
 
 
-def likelihood(control: Control, seen: Seen, answers: Mapping[str, str], catalog: Catalog) -> Likelihood:
+#: The past incidents read: the NEIGHBOURS most similar ones run on the same design. Similar means
+#: sharing answers, each weighed as FEATURE_WEIGHT says (what was seen and when it happened tell
+#: the most), over all the answers either gave. A control that fixed all of them gains
+#: PRECEDENT_WEIGHT, "the usual cause" of evidence.yaml; one that fixed some, its share. Set once,
+#: before a held-out part measured them (docs/calibration.md), and not tuned since.
+NEIGHBOURS = 7
+PRECEDENT_WEIGHT = 3.0
+FEATURE_WEIGHT = {SYMPTOMS: 3.0, TRIGGER: 2.0}
+
+
+def features(answers: Mapping[str, str]) -> frozenset[tuple[str, str]]:
+    """The answers as (question, value) pairs, one per value of a multiple-value question."""
+    return frozenset((q, v) for q, value in answers.items() if value for v in str(value).split(MULTIPLE_SEPARATOR))
+
+
+def _weight(pairs: frozenset[tuple[str, str]]) -> float:
+    return sum(FEATURE_WEIGHT.get(q, 1.0) for q, _ in pairs)
+
+
+def similar(answers: Mapping[str, str], current: str, catalog: Catalog) -> list[tuple[float, Precedent]]:
+    """The past incidents on the same design most like these answers, likeliest first."""
+    mine = features(answers)
+    scored = [(_weight(mine & p.features) / (1.0 + _weight(mine | p.features)), p)
+              for p in catalog.evidence.precedents if p.current == current]
+    scored.sort(key=lambda item: -item[0])  # stable: equals keep the file's order
+    return [item for item in scored[:NEIGHBOURS] if item[0] > 0]
+
+
+def likelihood(
+    control: Control, seen: Seen, answers: Mapping[str, str], catalog: Catalog,
+    near: Sequence[tuple[float, Precedent]] = (),
+) -> Likelihood:
     fired = []
     for rule in catalog.evidence.rules:
         if control.id not in rule.weights:
@@ -63,7 +105,11 @@ def likelihood(control: Control, seen: Seen, answers: Mapping[str, str], catalog
         elif seen.inferred and rule.holds(seen.symptoms, answers):
             fired.append((rule, rule.weights[control.id] * INFERRED_SHARE))
     fired.sort(key=lambda item: -item[1])
-    return Likelihood(sum(w for _, w in fired), tuple(fired))
+    total = sum(w for w, _ in near)
+    fixed = [(w, p) for w, p in near if p.fix == control.id]
+    share = sum(w for w, _ in fixed) / total if total else 0.0
+    return Likelihood(sum(w for _, w in fired) + PRECEDENT_WEIGHT * share, tuple(fired),
+                      tuple(p for _, p in fixed), len(near), share)
 
 
 def rank(
@@ -72,10 +118,13 @@ def rank(
     seen: Seen,
     answers: Mapping[str, str],
     catalog: Catalog,
+    current: str | None = None,
 ) -> list[tuple[Control, Likelihood]]:
     """Missing (``no``) controls first, then unknown ones; within each, likeliest first; ties in
-    the order the strategy declares its controls (its most common gaps come first)."""
-    scored = [(c, likelihood(c, seen, answers, catalog)) for c in controls]
+    the order the strategy declares its controls (its most common gaps come first). ``current``:
+    the design the team runs, whose past incidents are compared (None: the rules alone)."""
+    near = similar(answers, current, catalog) if current else []
+    scored = [(c, likelihood(c, seen, answers, catalog, near)) for c in controls]
     order = {c.id: i for i, c in enumerate(controls)}
     return sorted(scored, key=lambda item: (status.get(item[0].id) != "no", -item[1].score, order[item[0].id]))
 
@@ -109,14 +158,19 @@ def why_ranked(
 ) -> str:
     """One line: the symptom and the answers that put this control where it ranks."""
     head = f"Ranked {ordinal(position)}"
-    if not found.rules:
-        return ""  # missing (its label says so) or unexplained (the record names those together)
+    if not found.rules and (not found.precedents or position > len(ORDINALS)):
+        # Missing (its label says so) or unexplained (the record names those together); past
+        # incidents alone explain only a finding near the top (a line each for the rest is noise).
+        return ""
     # The two strongest reasons; a weak one (weight 1) or one about the answers alone only when
     # nothing stronger is said: more would be noise.
-    shown = [found.rules[0]] + [(r, w) for r, w in found.rules[1:] if w >= 2 and r.symptoms][:1]
+    shown = found.rules[:1] + tuple((r, w) for r, w in found.rules[1:] if w >= 2 and r.symptoms)[:1]
     parts = []
     for rule, _ in shown:
         basis = _symptom_words(rule, seen, catalog) + [f"`{q}={answers[q]}`" for q in rule.when]
         parts.append(f"{rule.says} ({', '.join(basis)})")
+    if found.precedents:
+        parts.append(f"the fix in {len(found.precedents)} of the {found.of} past incidents most like"
+                     f" these answers ({found.precedents[0].source})")
     lead = "you marked it missing, and " if status == "no" else ""
     return f"{head}: {lead}" + "; ".join(parts) + "."

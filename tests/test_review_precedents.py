@@ -1,0 +1,126 @@
+"""The review's past incidents (strategies/precedents.yaml): the fixes of the incidents most like
+the team's answers, on the same design, break what the evidence rules leave close — and the record
+names them."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+from advisor.errors import CatalogError
+from advisor.model.answers import CurrentDesign
+from advisor.model.loader import load_catalog
+from advisor.review.judge import review
+
+CALIBRATION = Path(__file__).resolve().parent / "calibration"
+
+STUCK = {"symptoms": ["stuck_unit"], "trigger": "crash", "workers": "many"}
+ROWS = [
+    {"id": "stuck-one", "source": "example/queue#1", "current": "checkpoint", "fix": "stale-tasks-reclaimed", "answers": STUCK},
+    {"id": "stuck-two", "source": "example/queue#2", "current": "checkpoint", "fix": "stale-tasks-reclaimed",
+     "answers": {**STUCK, "duration": "hours"}},
+    {"id": "torn-file", "source": "example/files#3", "current": "checkpoint", "fix": "checkpoint-file-checksummed",
+     "answers": {"symptoms": ["corrupt_state"], "recovery_point_store": "local_disk", "trigger": "crash"}},
+]  # fmt: skip
+
+
+def _catalog(catalog_copy: Path, rows: list[dict]) -> object:
+    """The bundled catalog with no evidence rules and only these past incidents (JSON is YAML,
+    and it never writes an alias for the answers two rows share)."""
+    (catalog_copy / "evidence.yaml").unlink()
+    (catalog_copy / "precedents.yaml").write_text(json.dumps({"precedents": rows}))
+    return load_catalog(catalog_copy)
+
+
+def _findings(catalog, answers, current="checkpoint"):
+    return review(answers, catalog, current=CurrentDesign(current)).findings
+
+
+def test_the_most_similar_past_incidents_decide_what_the_rules_leave_even(catalog_copy):
+    catalog = _catalog(catalog_copy, ROWS)
+    stuck = _findings(catalog, {"symptoms": "stuck_unit", "trigger": "crash", "workers": "many", "recovery_point_store": "local_disk"})
+    assert stuck[0].control.id == "stale-tasks-reclaimed", [f.control.id for f in stuck]
+    assert "the fix in 2 of the 3 past incidents most like these answers (example/queue#1)" in stuck[0].ranked
+    torn = _findings(catalog, {"symptoms": "corrupt_state", "trigger": "crash", "recovery_point_store": "local_disk"})
+    assert torn[0].control.id == "checkpoint-file-checksummed", [f.control.id for f in torn]
+    assert "(example/files#3)" in torn[0].ranked
+    # Without them, the same answers list the controls in the order the strategy declares them.
+    (catalog_copy / "precedents.yaml").unlink()
+    bare = _findings(load_catalog(catalog_copy), {"symptoms": "stuck_unit", "trigger": "crash", "workers": "many",
+                                                  "recovery_point_store": "local_disk"})
+    assert bare[0].control.id == "resumes-from-latest" and bare[0].ranked == ""
+
+
+def test_only_incidents_on_the_same_design_are_compared(catalog_copy):
+    other = [{**row, "current": "state-machine"} for row in ROWS if row["fix"] == "stale-tasks-reclaimed"]
+    catalog = _catalog(catalog_copy, other)
+    findings = _findings(catalog, {"symptoms": "stuck_unit", "trigger": "crash", "workers": "many"})
+    assert findings[0].control.id == "resumes-from-latest" and all(f.score == 0 for f in findings)
+    assert _findings(catalog, {"symptoms": "stuck_unit", "trigger": "crash", "workers": "many"}, "state-machine")[0].score > 0
+
+
+def test_past_incidents_alone_never_make_a_control_matter(catalog_copy):
+    """A control needed only for an answer not given stays apart (answer it, or check it too),
+    however many past incidents it fixed: they rank findings, they do not decide what applies."""
+    rows = [{"id": "revoked", "source": "example/stream#4", "current": "checkpoint", "fix": "offsets-committed-on-revoke",
+             "answers": {"symptoms": ["duplicate_effect"], "trigger": "planned_stop"}}]
+    r = review({"symptoms": "duplicate_effect", "trigger": "planned_stop"}, _catalog(catalog_copy, rows),
+               current=CurrentDesign("checkpoint"))
+    assert "offsets-committed-on-revoke" in {c.id for c in r.undecided}
+    assert "offsets-committed-on-revoke" not in {f.control.id for f in r.findings}
+
+
+BROKEN = [
+    ({"current": "batch-magic"}, "precedents[0].current", "unknown strategy"),
+    ({"fix": "snapshots"}, "precedents[0].fix", "not a control of checkpoint"),
+    ({"answers": {"symptoms": ["stuck_unit"], "colour": "blue"}}, "precedents[0].answers.colour", "unknown question"),
+    ({"answers": {"symptoms": ["stuck_unit"], "workers": "lots"}}, "precedents[0].answers.workers", "unknown value"),
+    ({"answers": {"workers": "many"}}, "precedents[0].answers.symptoms", "says what the team saw"),
+    ({"surprise": 1}, "precedents[0].surprise", "unknown key"),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize("change,key,reason", BROKEN)
+def test_a_broken_precedent_names_file_key_and_reason(catalog_copy, change, key, reason):
+    (catalog_copy / "precedents.yaml").write_text(json.dumps({"precedents": [{**ROWS[0], **change}]}))
+    with pytest.raises(CatalogError) as err:
+        load_catalog(catalog_copy)
+    message = str(err.value)
+    assert "precedents.yaml" in message and key in message and reason in message, message
+
+
+def test_a_precedent_id_is_unique(catalog_copy):
+    (catalog_copy / "precedents.yaml").write_text(json.dumps({"precedents": [ROWS[0], {**ROWS[1], "id": "stuck-one"}]}))
+    with pytest.raises(CatalogError, match="duplicate precedent id 'stuck-one'"):
+        load_catalog(catalog_copy)
+
+
+def _load(name: str):
+    spec = importlib.util.spec_from_file_location(name, CALIBRATION / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    sys.path.insert(0, str(CALIBRATION))
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_the_bundled_precedents_are_the_tuned_rows_and_never_a_held_out_one(catalog):
+    precedents = _load("precedents")
+    assert precedents.main([]) == 0, "run: python tests/calibration/precedents.py --write"
+    ranking = _load("review_ranking")
+    held_out = ranking.load_rows(ranking.HELDOUT)
+    bundled = {p.id for p in catalog.evidence.precedents} | {p.source for p in catalog.evidence.precedents}
+    assert not bundled & ({r["id"] for r in held_out} | {str(r["source"]) for r in held_out})
+    tuned = [r for r in ranking.load_rows(ranking.TUNED) if r["review"]["real_fix"]]
+    assert len(catalog.evidence.precedents) == len(tuned) > 200
+
+
+def test_the_measure_never_compares_a_row_with_itself(catalog):
+    ranking = _load("review_ranking")
+    some = catalog.evidence.precedents[5]
+    without = ranking.leave_out(catalog, some.id)
+    assert [p.id for p in without.evidence.precedents] == [p.id for p in catalog.evidence.precedents if p.id != some.id]
+    assert ranking.leave_out(catalog, "not-a-row") is catalog
