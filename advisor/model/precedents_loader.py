@@ -19,21 +19,25 @@ from advisor.model.yaml_reader import Reader
 PRECEDENTS_FILE = "precedents.yaml"
 
 
-def _features(r: Reader, questions: Mapping[str, Question]) -> frozenset[tuple[str, str]]:
-    """The row's answers as (question, value) pairs; a multiple-value question gives one per value."""
-    answers = r.child("answers")
+def _features(r: Reader, valid: Mapping[str, tuple[bool, frozenset[str]]]) -> frozenset[tuple[str, str]]:
+    """The row's answers as (question, value) pairs; a multiple-value question gives one per value.
+    Checked with plain lookups (a catalog load reads some 300 rows; a Reader is made only to
+    name a problem)."""
+    answers = r.data.get("answers")
+    if not isinstance(answers, dict):
+        raise r.error("answers", "expected a mapping of question ids to answers")
     pairs = set()
-    for qid, value in answers.data.items():
-        question = questions.get(str(qid))
-        if question is None:
-            raise answers.error(str(qid), "unknown question")
-        values = answers.texts(qid) if question.multiple else (answers.text(qid),)
-        for v in values:
-            if v not in question.values:
-                raise answers.error(str(qid), f"unknown value {v!r}; valid: {', '.join(question.values)}")
-            pairs.add((str(qid), v))
+    for qid, value in answers.items():
+        if qid not in valid:
+            raise r.child("answers").error(str(qid), "unknown question")
+        multiple, values = valid[qid]
+        given = value if multiple and isinstance(value, list) else [value]
+        for v in given:
+            if v not in values:
+                raise r.child("answers").error(str(qid), f"unknown value {v!r}; valid: {', '.join(sorted(values))}")
+            pairs.add((qid, v))
     if not any(q == SYMPTOMS for q, _ in pairs):
-        raise answers.error(SYMPTOMS, "a precedent says what the team saw")
+        raise r.child("answers").error(SYMPTOMS, "a precedent says what the team saw")
     return frozenset(pairs)
 
 
@@ -43,6 +47,8 @@ def load_precedents(path: Path, questions: Mapping[str, Question], strategies: S
     top = Reader(path, read_yaml(path))
     top.only("precedents")
     by_id = {s.id: s for s in strategies}
+    controls = {s.id: {c.id for c in s.controls} for s in strategies}
+    valid = {q.id: (q.multiple, frozenset(q.values)) for q in questions.values()}
     rows: list[Precedent] = []
     seen: set[str] = set()
     for i, raw in enumerate(top.items("precedents")):
@@ -56,7 +62,7 @@ def load_precedents(path: Path, questions: Mapping[str, Question], strategies: S
         if strategy is None:
             raise r.error("current", f"unknown strategy; known: {', '.join(by_id)}")
         fix = r.text("fix")
-        if fix not in {c.id for c in strategy.controls}:
+        if fix not in controls[strategy.id]:
             raise r.error("fix", f"not a control of {strategy.id}")
-        rows.append(Precedent(pid, r.text("source"), strategy.id, fix, _features(r, questions)))
+        rows.append(Precedent(pid, r.text("source"), strategy.id, fix, _features(r, valid)))
     return tuple(rows)
