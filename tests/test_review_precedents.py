@@ -44,10 +44,11 @@ def test_the_most_similar_past_incidents_decide_what_the_rules_leave_even(catalo
     catalog = _catalog(catalog_copy, ROWS)
     stuck = _findings(catalog, {"symptoms": "stuck_unit", "trigger": "crash", "workers": "many", "recovery_point_store": "local_disk"})
     assert stuck[0].control.id == "stale-tasks-reclaimed", [f.control.id for f in stuck]
-    assert "the fix in 2 of the 3 past incidents most like these answers (example/queue#1)" in stuck[0].ranked
+    assert ("the fix in 2 of the 3 past incidents most like these answers"
+            " ([example/queue#1](https://github.com/example/queue/issues/1))") in stuck[0].ranked
     torn = _findings(catalog, {"symptoms": "corrupt_state", "trigger": "crash", "recovery_point_store": "local_disk"})
     assert torn[0].control.id == "checkpoint-file-checksummed", [f.control.id for f in torn]
-    assert "(example/files#3)" in torn[0].ranked
+    assert "([example/files#3](https://github.com/example/files/issues/3))" in torn[0].ranked
     # Without them, the same answers list the controls in the order the strategy declares them.
     (catalog_copy / "precedents.yaml").unlink()
     bare = _findings(load_catalog(catalog_copy), {"symptoms": "stuck_unit", "trigger": "crash", "workers": "many",

@@ -7,6 +7,7 @@ The catalog is data: adding a strategy or a question means adding YAML, never Py
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -330,6 +331,14 @@ class Precedent:
     current: str  # strategy id
     fix: str  # control id of ``current``
     features: frozenset[tuple[str, str]]
+
+    @property
+    def link(self) -> str:
+        """The thread as a Markdown link (GitHub serves a pull request at its issues/N address too)."""
+        github = re.fullmatch(r"([\w.-]+/[\w.-]+)#(\d+)", self.source)
+        if github:
+            return f"[{self.source}](https://github.com/{github[1]}/issues/{github[2]})"
+        return f"<{self.source}>" if self.source.startswith(("http://", "https://")) else self.source
 
 
 @dataclass(frozen=True)

@@ -171,6 +171,6 @@ def why_ranked(
         parts.append(f"{rule.says} ({', '.join(basis)})")
     if found.precedents:
         parts.append(f"the fix in {len(found.precedents)} of the {found.of} past incidents most like"
-                     f" these answers ({found.precedents[0].source})")
+                     f" these answers ({found.precedents[0].link})")
     lead = "you marked it missing, and " if status == "no" else ""
     return f"{head}: {lead}" + "; ".join(parts) + "."
