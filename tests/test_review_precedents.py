@@ -4,6 +4,7 @@ names them."""
 
 from __future__ import annotations
 
+import datetime as dt
 import importlib.util
 import json
 import sys
@@ -14,9 +15,10 @@ import pytest
 from advisor.errors import CatalogError
 from advisor.model.answers import CurrentDesign
 from advisor.model.loader import load_catalog
-from advisor.review.judge import review
+from advisor.review.judge import decision_record, review
 
 CALIBRATION = Path(__file__).resolve().parent / "calibration"
+DAY = dt.date(2026, 1, 2)
 
 STUCK = {"symptoms": ["stuck_unit"], "trigger": "crash", "workers": "many"}
 ROWS = [
@@ -125,3 +127,18 @@ def test_the_measure_never_compares_a_row_with_itself(catalog):
     without = ranking.leave_out(catalog, some.id)
     assert [p.id for p in without.evidence.precedents] == [p.id for p in catalog.evidence.precedents if p.id != some.id]
     assert ranking.leave_out(catalog, "not-a-row") is catalog
+
+
+def test_the_record_says_when_past_incidents_alone_order_the_quiet_findings(catalog_copy):
+    """Findings below the third that only past incidents point at get no line of their own; the
+    sentence naming them together says what ordered them."""
+    fixes = ("stale-tasks-reclaimed", "sigterm-within-grace", "checkpoint-by-time-and-count", "resumes-from-latest")
+    rows = [{"id": f"stuck-{i}", "source": f"example/queue#{i}", "current": "checkpoint", "fix": fix, "answers": STUCK}
+            for i, fix in enumerate(fixes)]
+    answers = {"symptoms": "stuck_unit", "trigger": "crash", "workers": "many"}
+    text = decision_record(answers, _catalog(catalog_copy, rows), current=CurrentDesign("checkpoint"), date=DAY)
+    assert "nothing you saw points at them; listed by the past incidents most like yours, then in the order" in text
+    assert "Ranked by what you saw (a unit stuck), when it happened (a crash" in text
+    (catalog_copy / "precedents.yaml").unlink()
+    bare = decision_record(answers, load_catalog(catalog_copy), current=CurrentDesign("checkpoint"), date=DAY)
+    assert "points at them; listed in the order the strategy declares its controls" in bare

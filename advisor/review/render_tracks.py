@@ -28,7 +28,7 @@ def _end(text: str) -> str:
 def _evidence_line(r: Review, catalog: Catalog) -> str:
     """What the ranking read: the symptoms answered and those the context suggests."""
     question = catalog.question(SYMPTOMS) if SYMPTOMS in catalog.question_ids else None
-    if question is None or not catalog.evidence.rules:
+    if question is None or not (catalog.evidence.rules or catalog.evidence.precedents):
         return "Ranked in the order the strategy declares its controls."
 
     def label(symptom: str) -> str:
@@ -63,12 +63,16 @@ def _finding_lines(f: Finding) -> list[str]:
 
 
 def _unexplained_line(r: Review) -> list[str]:
-    """One sentence for the findings no symptom or answer points at (they follow the catalog's order)."""
+    """One sentence for the findings no symptom or answer points at (they follow the catalog's
+    order, after those past incidents point at)."""
     quiet = [f for f in r.findings if not f.ranked and f.status == "unknown"]
     if not quiet or not (r.seen.symptoms or any(f.ranked for f in r.findings)):
         return []
+    # A quiet finding with a score owes it to past incidents alone (a rule that holds says so).
+    order = ("by the past incidents most like yours, then " if any(f.score > 0 for f in quiet) else "") + \
+        "in the order the strategy declares its controls"
     return [f"{numbers(quiet)[0].upper()}{numbers(quiet)[1:]}: nothing you saw points at {'them' if len(quiet) > 1 else 'it'};"
-            " listed in the order the strategy declares its controls."]
+            f" listed {order}."]
 
 
 def findings_section(r: Review, catalog: Catalog) -> list[str]:
