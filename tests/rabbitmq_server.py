@@ -28,6 +28,8 @@ from pathlib import Path
 
 SERVER_CANDIDATES = ("/usr/lib/rabbitmq/bin/rabbitmq-server",)
 START_TIMEOUT_S = 90
+#: What a node that lost one of its ports to another process says as it exits.
+PORT_TAKEN = ("eaddrinuse", "nodistribution")
 STOP_TIMEOUT_S = 60
 
 
@@ -39,10 +41,17 @@ def find_server() -> str | None:
     return found[0] if found else None
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
+def _free_ports(n: int) -> list[int]:
+    """``n`` distinct free loopback ports: all held open until every one is chosen (a port
+    closed at once can be handed out again by the next bind)."""
+    sockets = [socket.socket() for _ in range(n)]
+    try:
+        for s in sockets:
+            s.bind(("127.0.0.1", 0))
+        return [int(s.getsockname()[1]) for s in sockets]
+    finally:
+        for s in sockets:
+            s.close()
 
 
 def _epmd() -> str:
@@ -55,7 +64,7 @@ class RabbitMQ:
     def __init__(self, root: Path) -> None:
         self.root = root
         self.node = f"advisor-{uuid.uuid4().hex[:10]}@localhost"
-        self.amqp_port, self.dist_port, self.epmd_port = _free_port(), _free_port(), _free_port()
+        self.amqp_port, self.dist_port, self.epmd_port = _free_ports(3)
         self.proc: subprocess.Popen[bytes] | None = None
         for name in ("home", "mnesia", "log"):
             (root / name).mkdir(parents=True, exist_ok=True)
@@ -145,9 +154,14 @@ class RabbitMQ:
                 os.killpg(self.proc.pid, signal.SIGKILL)
                 self.proc.wait()
         self.proc = None
-        # epmd is a daemon of its own (started by the node, left behind by design): end ours.
-        subprocess.run([_epmd(), "-kill"], env={**self.env(), "ERL_EPMD_PORT": str(self.epmd_port)},
-                       capture_output=True, timeout=10)
+        # epmd is a daemon of its own (started by the node, left behind by design): end ours. If
+        # another process holds the port (the node never started its epmd), nobody answers: the
+        # sweep below still ends whatever of ours is left.
+        try:
+            subprocess.run([_epmd(), "-kill"], env={**self.env(), "ERL_EPMD_PORT": str(self.epmd_port)},
+                           capture_output=True, timeout=10)
+        except subprocess.TimeoutExpired:
+            pass
         deadline = time.monotonic() + 10
         while self.pids() and time.monotonic() < deadline:
             time.sleep(0.1)
@@ -174,8 +188,9 @@ def rabbitmq_server() -> Iterator[RabbitMQ]:
                 break
             except RuntimeError as error:
                 # A port found free can be taken by another process before the node binds it
-                # (seen once: eaddrinuse on the AMQP port); new ports, a fresh node, once more.
-                if "eaddrinuse" not in str(error) or attempt == 2:
+                # (seen: eaddrinuse on the AMQP port; `nodistribution` when the node's epmd or
+                # distribution port was); new ports, a fresh node, once more.
+                if not any(sign in str(error) for sign in PORT_TAKEN) or attempt == 2:
                     raise
                 broker.stop()
                 shutil.rmtree(root, ignore_errors=True)

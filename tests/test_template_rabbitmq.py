@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import socket
 import sqlite3
 import subprocess
 import sys
@@ -215,3 +216,35 @@ def test_advisor_generate_set_input_source(tmp_path: Path) -> None:
     assert result.returncode == 0, result.stderr
     settings = next((tmp_path / "sm" / "src").glob("*/settings.py")).read_text()
     assert 'INPUT_SOURCE = "rabbitmq"' in settings and "amqp://guest:guest@127.0.0.1:5672/%2F" in settings
+
+
+def test_a_node_whose_port_was_taken_before_it_bound_it_is_started_again_on_new_ports(monkeypatch) -> None:
+    """Ports are found free, then bound by the node a moment later: another test's process can take
+    one in between. The node then exits (its epmd's port taken: `nodistribution`); the throwaway
+    server starts a fresh node on new ports instead of failing the test, and leaves nothing running."""
+    if find_server() is None:
+        pytest.fail("rabbitmq-server is not installed: `make test` installs it (make rabbitmq)")
+    import rabbitmq_server  # the module itself, to replace how a node is made
+
+    made, taken = [], []
+    first_init = rabbitmq_server.RabbitMQ.__init__
+
+    def init(self, root):
+        first_init(self, root)
+        made.append(self)
+        if len(made) == 1:  # someone else listens on the first node's epmd port
+            holder = socket.socket()
+            holder.bind(("127.0.0.1", self.epmd_port))
+            holder.listen()
+            taken.append(holder)
+
+    monkeypatch.setattr(rabbitmq_server.RabbitMQ, "__init__", init)
+    try:
+        with rabbitmq_server.rabbitmq_server() as node:
+            assert len(made) == 2 and node is made[1] and node.epmd_port != made[0].epmd_port
+            assert node._accepts_login()
+            pids = node.pids()
+        assert [pid for pid in pids if _alive(pid)] == [] and made[0].pids() == []
+    finally:
+        for holder in taken:
+            holder.close()
