@@ -21,6 +21,7 @@ from typing import Any
 import yaml
 
 from advisor.errors import ScaffoldError
+from advisor.model.template_conditions import evaluate, plain
 from advisor.paths import templates_dir
 
 _TYPES: dict[str, type] = {"str": str, "int": int, "float": float, "bool": bool}
@@ -97,21 +98,49 @@ def template_questions(strategy: str | None = None, given: Mapping[str, object] 
 def asked_for(strategy: str, given: Mapping[str, object] | None = None) -> set[str]:
     """Question ids whose ``when`` holds for ``strategy`` with the ``given`` answers and every
     other answer at its default (``input_source`` is asked of a checkpoint project only while
-    ``checkpoint_store`` is ``table``)."""
-    env, context, asked = _jinja_env(), _context(None), set[str]()
-    given = given or {}
-    for qid, spec in _raw_questions().items():
-        kind = str(spec.get("type", "str"))
-        if qid == "strategy":
-            value: object = strategy
-        elif qid in given:
-            value = _coerce(qid, kind, given[qid])
-        else:
-            value = _coerce(qid, kind, _render(env, spec.get("default"), context))
-        context[qid] = value
-        if str(_render(env, spec.get("when", True), context)).strip().lower() not in ("false", "0", "no", ""):
+    ``checkpoint_store`` is ``table``).
+
+    Values are worked out as a condition needs them, and a plain condition without Jinja
+    (``advisor.model.template_conditions``): `recommend` asks this for every strategy it shows."""
+    raw, given = _raw_questions(), given or {}
+    order = list(raw)
+    context = _context(None)
+
+    def value(qid: str) -> object:
+        if qid not in context:
+            if qid not in raw:
+                raise _NotPlain(qid)  # a name no question defines: Jinja decides what it means
+            kind = str(raw[qid].get("type", "str"))
+            if qid == "strategy":
+                context[qid] = strategy
+            elif qid in given:
+                context[qid] = _coerce(qid, kind, given[qid])
+            else:
+                context[qid] = _coerce(qid, kind, _expression(raw[qid].get("default"), qid))
+        return context[qid]
+
+    def _expression(template: object, qid: str) -> object:
+        if not isinstance(template, str) or "{" not in template:
+            return template
+        tree = plain(template)
+        if tree is not None:
+            try:
+                return evaluate(tree, value)
+            except _NotPlain:
+                pass
+        # Copier walks the questions in order: what Jinja sees is every answer up to this one.
+        earlier = {q: value(q) for q in order[: order.index(qid)]}
+        return _render(_jinja_env(), template, {**context, **earlier})
+
+    asked = set()
+    for qid, spec in raw.items():
+        if str(_expression(spec.get("when", True), qid)).strip().lower() not in ("false", "0", "no", ""):
             asked.add(qid)
     return asked
+
+
+class _NotPlain(Exception):
+    """A plain condition names something no question defines."""
 
 
 def generated_strategies() -> frozenset[str]:
