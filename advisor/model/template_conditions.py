@@ -15,6 +15,7 @@ import ast
 import re
 from collections.abc import Callable
 from functools import lru_cache
+from typing import Any
 
 _ONE_EXPRESSION = re.compile(r"\A\{\{(?P<body>[^{}]*)\}\}\Z", re.S)
 _PLAIN = (ast.Expression, ast.BoolOp, ast.And, ast.Or, ast.UnaryOp, ast.Not, ast.Compare, ast.Eq, ast.NotEq,
@@ -68,10 +69,18 @@ def _eval(node: ast.AST, value: Callable[[str], object]) -> object:
         left = _eval(node.left, value)
         for op, right_node in zip(node.ops, node.comparators):
             right = _eval(right_node, value)
-            ok = {ast.Eq: lambda: left == right, ast.NotEq: lambda: left != right,
-                  ast.In: lambda: left in right, ast.NotIn: lambda: left not in right}[type(op)]()  # type: ignore[operator]
-            if not ok:
+            if not _compare(op, left, right):
                 return False
             left = right
         return True
     raise ValueError(f"not a plain expression: {ast.dump(node)}")  # plain() lets nothing else through
+
+
+def _compare(op: ast.cmpop, left: Any, right: Any) -> bool:
+    if isinstance(op, ast.Eq):
+        return bool(left == right)
+    if isinstance(op, ast.NotEq):
+        return bool(left != right)
+    if isinstance(op, ast.In):
+        return left in right
+    return left not in right  # ast.NotIn: plain() lets no other comparison through
