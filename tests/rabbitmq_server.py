@@ -94,6 +94,7 @@ class RabbitMQ:
             "RABBITMQ_CONF_ENV_FILE": str(root / "rabbitmq-env.conf"),  # not /etc/rabbitmq's
             "RABBITMQ_PID_FILE": str(root / "rabbitmq.pid"),
             "RABBITMQ_ADVANCED_CONFIG_FILE": str(root / "advanced.config"),
+            "ERL_CRASH_DUMP": str(root / "erl_crash.dump"),  # a node that fails to start dumps here, not in the checkout
         }
 
     def start(self) -> None:
