@@ -95,6 +95,15 @@ def template_questions(strategy: str | None = None, given: Mapping[str, object] 
     ]
 
 
+class _NotPlain(Exception):
+    """A plain condition names something no question defines."""
+
+
+def _holds(when: object) -> bool:
+    """A ``when`` as Copier reads its rendered text: false, 0, no or nothing means not asked."""
+    return str(when).strip().lower() not in ("false", "0", "no", "")
+
+
 def asked_for(strategy: str, given: Mapping[str, object] | None = None) -> set[str]:
     """Question ids whose ``when`` holds for ``strategy`` with the ``given`` answers and every
     other answer at its default (``input_source`` is asked of a checkpoint project only while
@@ -134,13 +143,9 @@ def asked_for(strategy: str, given: Mapping[str, object] | None = None) -> set[s
 
     asked = set()
     for qid, spec in raw.items():
-        if str(_expression(spec.get("when", True), qid)).strip().lower() not in ("false", "0", "no", ""):
+        if _holds(_expression(spec.get("when", True), qid)):
             asked.add(qid)
     return asked
-
-
-class _NotPlain(Exception):
-    """A plain condition names something no question defines."""
 
 
 def generated_strategies() -> frozenset[str]:
@@ -251,7 +256,7 @@ def validate_answers(strategy: str, answers: Mapping[str, object], dest: Path | 
             value = _coerce(qid, kind, _render(env, spec.get("default"), context))
         when = _render(env, spec.get("when", True), context)
         context[qid] = value
-        if qid in given and str(when).strip().lower() in ("false", "0", "no", ""):
+        if qid in given and not _holds(when):
             continue  # not asked for this strategy; Copier ignores it too
         values = _choice_values(spec)
         if values and str(value) not in values:
