@@ -188,6 +188,23 @@ def test_current_strategy_verdict(catalog, current, fits):
         assert "**Does not fit.**" in text
 
 
+def test_a_category_far_behind_fits_while_no_answer_counts_against_it(catalog):
+    """Points ahead are the top pick's strengths; only an answer against the current design makes
+    it a misfit (a rewrite would not fix what the team saw, a missing control would)."""
+    quiet = {"duration": "hours", "recovery_point_store": "database"}
+    rec = recommend(quiet, catalog)
+    ranked = rec.ranked("state-machine")
+    assert rec.top.score - ranked.score > 2 and not any(r.weight < 0 for r in ranked.reasons)
+    verdict = judge_current(rec, "state-machine")
+    assert verdict.fits and "none of these answers counts against it" in verdict.summary
+    assert review(quiet, catalog, current="state-machine").target.strategy.id == "state-machine"
+    # One answer against it (a record batch is no flow of steps), and the same gap is a misfit.
+    against = {**quiet, "work_shape": "record_batch"}
+    verdict = judge_current(recommend(against, catalog), "state-machine")
+    assert not verdict.fits and "does not fit" in verdict.summary
+    assert review(against, catalog, current="state-machine").target.strategy.id == "checkpoint"
+
+
 def test_risks_are_only_what_the_answers_hold_against_it(catalog):
     """Never the winner's strengths reworded, never every pitfall of the current strategy."""
     rec = recommend(BATCH, catalog)

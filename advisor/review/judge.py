@@ -35,7 +35,10 @@ from advisor.review.ranking import Seen, rank, symptoms_seen, why_ranked
 from advisor.review.render import render
 from advisor.review.result import Finding, Review, Verdict
 
-# A current strategy within this many points of the top pick is a reasonable fit.
+# A current strategy within this many points of the top pick is a reasonable fit. Further behind,
+# it still fits when nothing in the answers counts against it: the points ahead are then the other
+# strategy's strengths, not this design's weakness, and a rewrite would not fix what the team saw
+# (a missing control would).
 FIT_MARGIN = 2.0
 
 
@@ -59,18 +62,6 @@ def judge_current(rec: Recommendation, current: str) -> Verdict:
     rank = ids.index(current) + 1
     gap = rec.top.score - ranked.score
     ruled_out = tuple(ranked.ruled_out)
-    fits = not ruled_out and (rank == 1 or gap <= FIT_MARGIN)
-    name, top = ranked.strategy.name, rec.top.strategy.name
-    if ruled_out and rank == 1:
-        summary = f"{name} does not fit: these answers rule out every strategy, this one included."
-    elif ruled_out:
-        summary = f"{name} does not fit: these answers rule it out; {top} ranks first."
-    elif rank == 1:
-        summary = f"{name} is the advisor's top pick for these answers."
-    elif fits:
-        summary = f"{name} ranks {rank} of {len(ids)}, {gap:g} points behind {top}: a reasonable fit."
-    else:
-        summary = f"{name} does not fit: it ranks {rank} of {len(ids)}, {gap:g} points behind {top}."
     # Only what the answers hold against it: never the winner's strengths reworded, never its
     # pitfalls in general (the findings cover the controls that guard against them). An answer
     # that rules it out is said once, by the rule.
@@ -78,6 +69,22 @@ def judge_current(rec: Recommendation, current: str) -> Verdict:
     against = tuple(
         r.text for r in sorted(ranked.reasons, key=lambda r: r.weight) if r.weight < 0 and r.question not in decided
     )
+    unopposed = not any(r.weight < 0 for r in ranked.reasons)
+    fits = not ruled_out and (rank == 1 or gap <= FIT_MARGIN or unopposed)
+    name, top = ranked.strategy.name, rec.top.strategy.name
+    if ruled_out and rank == 1:
+        summary = f"{name} does not fit: these answers rule out every strategy, this one included."
+    elif ruled_out:
+        summary = f"{name} does not fit: these answers rule it out; {top} ranks first."
+    elif rank == 1:
+        summary = f"{name} is the advisor's top pick for these answers."
+    elif fits and gap <= FIT_MARGIN:
+        summary = f"{name} ranks {rank} of {len(ids)}, {gap:g} points behind {top}: a reasonable fit."
+    elif fits:
+        summary = (f"{name} ranks {rank} of {len(ids)}, {gap:g} points behind {top}, but none of these answers"
+                   f" counts against it: it fits, and what went wrong is a missing control, not the category.")
+    else:
+        summary = f"{name} does not fit: it ranks {rank} of {len(ids)}, {gap:g} points behind {top}."
     risks = tuple(dict.fromkeys(ruled_out + against))
     return Verdict(current, fits, rank, summary, risks)
 

@@ -109,7 +109,9 @@ def review_section() -> list[str]:
         "the incident (the real fix). `tests/calibration/review_ranking.py` runs each row through",
         "`advisor review` the way such a team would: an answers file with the answers and",
         "`current: <strategy>`, every control unknown. It reports where the real fix lands among the",
-        "findings, whether `advisor recommend`'s pick is one the reviewer accepts, and the record's length.",
+        "findings, whether `advisor recommend`'s pick is one the reviewer accepts (from the answers alone),",
+        "whether the review's decision is (it knows the current design too, and keeps a category that fits:",
+        "within two points of the top pick, or with no answer against it), and the record's length.",
         "",
         "Two parts, kept apart. The **tuned** part (`tests/calibration/review_tuned.yaml`, round 1's",
         "held-out rows in `tests/calibration/review_tuned_2.yaml`, round 2's in",
@@ -130,19 +132,21 @@ def review_section() -> list[str]:
         "no held-out row is ever a past incident.",
         "",
         "| part | rows (with a real fix) | real fix first | among the first two | picks accepted"
-        " | record lines, median / max | measured |",
-        "|---|---:|---:|---:|---:|---:|---|",
+        " | decisions accepted | record lines, median / max | measured |",
+        "|---|---:|---:|---:|---:|---:|---:|---|",
     ]
     names = {"tuned": "tuned", "heldout": "held out"}
     for part in ("tuned", "heldout"):
         f = recorded.get(part)
         if not f:
-            lines.append(f"| {names[part]} | — | not measured yet | | | | |")
+            lines.append(f"| {names[part]} | — | not measured yet | | | | | |")
             continue
         n = f["scored"]
         lines.append(
             f"| {names[part]} | {f['rows']} ({n}) | {f['first']} of {n} | {f['first_two']} of {n}"
-            f" | {f['picks_accepted']} of {f['rows']} | {f['record_lines']['median']:g} / {f['record_lines']['max']}"
+            f" | {f['picks_accepted']} of {f['rows']}"
+            f" | {f'{d} of ' + str(f['rows']) if (d := f.get('decisions_accepted')) is not None else 'not measured'}"
+            f" | {f['record_lines']['median']:g} / {f['record_lines']['max']}"
             f" | {f['measured']} |"
         )
     context = [

@@ -6,7 +6,9 @@ which control it lacks would write it — read by `review_input`, then `review`.
 
 - where the row's real fix (or its `also_first`) lands among the findings: first, among the first
   two (a row whose real fix is null is reported, not scored);
-- whether `advisor recommend`'s top pick is the row's `expert_pick` or its `acceptable` one;
+- whether `advisor recommend`'s top pick is the row's `expert_pick` or its `acceptable` one
+  (answers alone), and whether the review's decision is (it also knows the current design: a
+  category that fits is kept);
 - how many lines its decision record has.
 
     python tests/calibration/review_ranking.py                 # the tuned part, one line per row
@@ -56,6 +58,7 @@ class Result:
     findings: int
     pick: str
     accepted: bool
+    decided: bool  # the review's decision (its target design) is the expert's pick or the acceptable one
     lines: int
 
 
@@ -94,9 +97,10 @@ def measure_row(row: dict[str, Any], catalog: Any, workdir: Path, *, with_contex
     fix = row["review"]["real_fix"]
     wanted = {fix, *row["review"].get("also_first", [])} if fix else set()
     position = next((f.number for f in r.findings if f.control.id in wanted), None)
-    accepted = r.rec.top.strategy.id in {row["expert_pick"], *row.get("acceptable", [])}
+    picks = {row["expert_pick"], *row.get("acceptable", [])}
+    accepted, decided = r.rec.top.strategy.id in picks, r.target.strategy.id in picks
     lines = len(render(r, catalog, date=dt.date(2026, 1, 2)).splitlines())
-    return Result(row["id"], fix, position, len(r.findings), r.rec.top.strategy.id, accepted, lines)
+    return Result(row["id"], fix, position, len(r.findings), r.rec.top.strategy.id, accepted, decided, lines)
 
 
 def measure(rows: list[dict[str, Any]], catalog: Any, *, with_context: bool = False) -> list[Result]:
@@ -113,6 +117,7 @@ def figures(results: list[Result]) -> dict[str, Any]:
         "first": sum(r.position == 1 for r in scored),
         "first_two": sum(r.position is not None and r.position <= 2 for r in scored),
         "picks_accepted": sum(r.accepted for r in results),
+        "decisions_accepted": sum(r.decided for r in results),
         "record_lines": {"median": statistics.median(lines), "max": lines[-1], "over_100": sum(n > 100 for n in lines)},
     }
 
@@ -122,7 +127,7 @@ def summary(name: str, f: dict[str, Any]) -> str:
     lines = f["record_lines"]
     return (
         f"{name}: real fix first {f['first']}/{n}, among the first two {f['first_two']}/{n};"
-        f" picks accepted {f['picks_accepted']}/{f['rows']}; record lines median {lines['median']:g},"
+        f" picks accepted {f['picks_accepted']}/{f['rows']}, decisions {f['decisions_accepted']}/{f['rows']}; record lines median {lines['median']:g},"
         f" max {lines['max']}, over 100: {lines['over_100']}"
     )
 
