@@ -129,19 +129,30 @@ def test_checkpoint_files_renamed_without_fsync_fail_with_committed_lost(tmp_pat
 
 @contextmanager
 def drill_at_first_cut(command: list[str], cwd: Path, env: dict[str, str]) -> Iterator[subprocess.Popen[str]]:
-    """A power-loss drill (``--events``) stopped on its way at its first power cut (mounted, workers
-    running) and handed to the body; killed if the body leaves it running."""
+    """A power-loss drill (``--events``) held at its first power cut (mounted, workers running) and
+    handed to the body; killed if the body leaves it running.
+
+    Held with SIGSTOP, so it cannot finish its records while the body looks around (it once did,
+    and a SIGTERM sent after that found nothing to stop); :func:`terminate_held` signals it."""
     proc = subprocess.Popen(command, cwd=cwd, env=env, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
     try:
         assert proc.stdout is not None
         for line in proc.stdout:
             if json.loads(line).get("event") == "power_cut":
+                proc.send_signal(signal.SIGSTOP)
                 break
         yield proc
     finally:
         if proc.poll() is None:
             proc.kill()
             proc.wait()
+
+
+def terminate_held(proc: subprocess.Popen[str]) -> None:
+    """SIGTERM to a drill held by :func:`drill_at_first_cut`: the signal waits while it is stopped
+    and is the first thing it meets when it goes on."""
+    proc.send_signal(signal.SIGTERM)
+    proc.send_signal(signal.SIGCONT)
 
 
 def wait_while(condition: Callable[[], object], timeout_s: float = 10.0) -> None:
@@ -155,7 +166,7 @@ def test_a_sigterm_to_the_drill_unmounts(checkpoint_project: scaffold.Generated,
     with drill_at_first_cut(_command(package, tmp_path / "d", "--events", "--records", 300), project,
                             _env(project)) as proc:
         assert _mounts_under(tmp_path), "the drill's LazyFS mount was not seen while it ran"
-        proc.send_signal(signal.SIGTERM)
+        terminate_held(proc)
         code = proc.wait(timeout=60)
     assert code == 128 + signal.SIGTERM
     wait_while(lambda: _mounts_under(tmp_path))

@@ -26,7 +26,7 @@ from lazyfs_support import skip_reason
 from pg_server import find_bin, postgres_server
 from suite_share import one_here_rest_in_soak
 from test_power_loss_drill import (SEEDS, _command, _env, _mounts_under, _mutated, drill_at_first_cut,
-                                   wait_while)
+                                   terminate_held, wait_while)
 
 from advisor import scaffold
 
@@ -171,7 +171,7 @@ def test_a_sigterm_to_the_drill_stops_its_server_and_unmounts(tmp_path: Path) ->
         assert len(new_roots) == 1, new_roots
         root = next(iter(new_roots))
         postmaster = int((root / "mount" / "data" / "postmaster.pid").read_text().split()[0])
-        proc.send_signal(signal.SIGTERM)
+        terminate_held(proc)
         code = proc.wait(timeout=90)
     assert code == 128 + signal.SIGTERM
     wait_while(root.exists)
