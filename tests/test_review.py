@@ -399,3 +399,31 @@ def test_written_files_get_the_umask_mode_not_mkstemps_0600(tmp_path, umask, mod
         os.umask(old)
     for name in ("d.md", "decision.md"):
         assert stat.S_IMODE((tmp_path / name).stat().st_mode) == mode, name
+
+
+# --- a framework's job: the top pick is not decided, and this week's order ---------------------
+
+INVOICES = {"symptoms": "duplicate_effect", "trigger": "planned_stop", "runner": "celery", "broker": "redis",
+            "external_effects": "plain_api", "work_shape": "record_batch", "duration": "minutes",
+            "engine_owner": "framework"}  # fmt: skip
+
+
+def test_the_top_pick_kept_out_by_the_decision_says_it_ranks_first(catalog):
+    """Celery is configured, not rewritten: the checkpoint ranks first but is not chosen, and the
+    considered options say so (never "ranked lower" for the top pick)."""
+    r = review(INVOICES, catalog, current="idempotent-retry")
+    assert r.rec.top.strategy.id == "checkpoint" and r.target.strategy.id == "idempotent-retry"
+    options = section(record(catalog, INVOICES, current="idempotent-retry"), "## Considered options")
+    top = next(line for line in options.splitlines() if "(`checkpoint`" in line)
+    assert "ranks first for these answers, not chosen" in top and "ranked lower" not in top
+
+
+def test_this_week_puts_a_fix_that_needs_unanswered_answers_after_the_sure_ones(catalog):
+    """Deferring planned kills matters only if kills can wait and a unit outlasts the notice
+    (unanswered): a likely cause, but after the likely ones that matter whatever those answers."""
+    r = review(INVOICES, catalog, current="idempotent-retry")
+    week = list(r.this_week)
+    deferred = next(f for f in week if f.control.id == "planned-kills-deferred")
+    assert deferred.only_if and deferred.control.effort == "setting"
+    sure_likely = [f for f in week if not f.only_if and f.score * 2 >= max(x.score for x in week)]
+    assert sure_likely and all(week.index(f) < week.index(deferred) for f in sure_likely)

@@ -43,7 +43,9 @@ def _option_line(i: int, ranked: Ranked, r: Review) -> str:
 def _why_lower(ranked: Ranked, r: Review) -> str:
     if ranked.ruled_out:
         return _joined(f"ruled out: {ranked.ruled_out[0]}")
-    return _joined(f"ranked lower: {(r.rec.why_not.get(ranked.strategy.id) or ('ranked lower',))[0]}")
+    if ranked.strategy.id == r.rec.top.strategy.id:  # the pick, not decided: the outcome says why
+        return "ranks first for these answers, not chosen: the decision keeps another design (see the outcome)."
+    return _joined(f"ranked lower: {(r.rec.why_not.get(ranked.strategy.id) or ('behind the top pick',))[0]}")
 
 
 def _joined(*items: str) -> str:
