@@ -98,6 +98,16 @@ def test_each_finding_says_why_it_ranks_where_it_does(catalog):
     assert "nothing you saw points at" in findings  # the unexplained ones, named together
 
 
+def test_a_restart_that_starts_again_is_not_read_as_a_duplicate(catalog):
+    """"again" alone says a restart as often as a repeat: only words that name a repeated effect
+    suggest one."""
+    from advisor.review.ranking import symptoms_seen
+
+    restarted = symptoms_seen({}, catalog, "Preempted every few hours, the training starts again from epoch 0.")
+    assert "duplicate_effect" not in restarted.symptoms
+    assert "duplicate_effect" in symptoms_seen({}, catalog, "After the deploy the invoices were sent again.").symptoms
+
+
 def test_the_context_may_add_a_symptom_and_the_record_says_so(catalog):
     answers = {"recovery_point_store": "local_disk"}
     words = "After the power cut the progress file was corrupted and the job would not start."
