@@ -427,3 +427,15 @@ def test_this_week_puts_a_fix_that_needs_unanswered_answers_after_the_sure_ones(
     assert deferred.only_if and deferred.control.effort == "setting"
     sure_likely = [f for f in week if not f.only_if and f.score * 2 >= max(x.score for x in week)]
     assert sure_likely and all(week.index(f) < week.index(deferred) for f in sure_likely)
+
+
+@pytest.mark.parametrize("answers", [
+    INVOICES,
+    {"symptoms": "duplicate_effect", "trigger": "retry_after_error", "runner": "airflow", "outputs": "outside_store",
+     "work_shape": "record_batch", "duration": "minutes", "engine_owner": "framework"},
+])  # fmt: skip
+def test_this_week_never_puts_a_fix_nothing_points_at_before_one_the_evidence_points_at(catalog, answers):
+    week = review(answers, catalog, current="idempotent-retry").this_week
+    pointed = [i for i, f in enumerate(week) if f.score > 0]
+    quiet = [i for i, f in enumerate(week) if f.score <= 0]
+    assert pointed and quiet and max(pointed) < min(quiet), [(f.control.id, f.score) for f in week]

@@ -115,12 +115,14 @@ def _statuses(design: CurrentDesign, strategy: Strategy, answers: Mapping[str, s
 def this_week_order(findings: Sequence[Finding]) -> tuple[Finding, ...]:
     """The order to patch them: missing ones, then the likely causes (at least half the best
     evidence), each group cheapest first (a setting, then code, then a schema); the rest after.
-    Within a group, a fix that matters only under answers not given yet (its "only if") comes
-    after those that matter for sure: the team may find it does not apply."""
+    Among the rest, those the evidence points at come before those nothing points at. Within a
+    group, a fix that matters only under answers not given yet (its "only if") comes after those
+    that matter for sure: the team may find it does not apply."""
     best = max((f.score for f in findings), default=0.0)
 
-    def key(f: Finding) -> tuple[bool, bool, bool, int, int]:
-        return f.status != "no", not likely(f.score, best), bool(f.only_if), EFFORTS.index(f.control.effort), f.number
+    def key(f: Finding) -> tuple[bool, bool, bool, bool, int, int]:
+        return (f.status != "no", not likely(f.score, best), f.score <= 0, bool(f.only_if),
+                EFFORTS.index(f.control.effort), f.number)
 
     return tuple(sorted(findings, key=key))
 
