@@ -21,14 +21,31 @@ def test_deferrable_kills_and_a_unit_longer_than_the_notice_defer_planned_kills(
         assert "planned_kills" not in chosen, near_miss
 
 
-def test_the_verification_plan_names_the_alert_this_incident_would_have_fired(catalog: Catalog) -> None:
+def _alert_line(answers: dict[str, str], catalog: Catalog, current: str | None = None) -> str:
     from advisor.review.judge import decision_record
 
-    plain = decision_record({**BATCH, "external_effects": "plain_api", "duplicate_cost": "unacceptable"}, catalog)
-    assert "`deploy/prometheus/alerts.yml`" in plain and "`CallsInDoubtWaiting`" in plain
-    stuck = decision_record({**BATCH, **DEFER}, catalog)
-    assert "`UnitStuckPastLease`" in stuck and "`CallsInDoubtWaiting`" not in stuck
-    assert "`CheckpointsFailing` and `RecoverySuccessLow`" in stuck  # every job pages on these
+    text = decision_record(answers, catalog, current=current)
+    return next(line for line in text.splitlines() if "`deploy/prometheus/alerts.yml`" in line)
+
+
+def test_the_verification_plan_names_the_alert_this_incident_would_have_fired(catalog: Catalog) -> None:
+    plain = {**BATCH, "external_effects": "plain_api", "duplicate_cost": "unacceptable"}
+    doubled = _alert_line({**plain, "symptoms": "duplicate_effect", "trigger": "crash"}, catalog)
+    assert "this incident would have fired `CallsInDoubtWaiting`" in doubled
+    # Without a symptom there is no incident to speak of: the same alert is one to watch.
+    assert "would have fired" not in (quiet := _alert_line(plain, catalog)) and "watch `CallsInDoubtWaiting`" in quiet
+    hung = _alert_line({**BATCH, **DEFER, "symptoms": "stuck_unit", "trigger": "still_running"}, catalog)
+    assert "would have fired `UnitStuckPastLease`" in hung and "`CallsInDoubtWaiting`" not in hung
+    assert "`CheckpointsFailing` and `RecoverySuccessLow`" in hung  # every job pages on these
+
+
+def test_no_incident_is_said_to_have_fired_an_alert_for_what_it_did_not_show(catalog: Catalog) -> None:
+    """A webhook delivered twice to a flow on a database: nothing says the store went away, so the
+    store's alert is one to watch, never one this incident "would have fired"."""
+    webhook = {"symptoms": "duplicate_effect", "trigger": "still_running", "inbound_duplicates": "possible",
+               "work_shape": "multi_step_flow", "recovery_point_store": "database", "workers": "many"}
+    line = _alert_line(webhook, catalog, current="state-machine")
+    assert "would have fired" not in line and "watch `StateStoreUnreachable`" in line
 
 
 def test_the_preview_lists_the_deploy_files() -> None:

@@ -12,7 +12,7 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
 
-from advisor.model.catalog import ENGINE_OWNER, Catalog, Control, Strategy
+from advisor.model.catalog import ENGINE_OWNER, SYMPTOMS, TRIGGER, Catalog, Control, Strategy, answer_values
 from advisor.model.recommendation import Recommendation
 from advisor.model.template_settings import flags as generate_flags
 
@@ -36,11 +36,18 @@ DRILL_RECORDS, DRILL_KILLS = 2000, 10
 # The generated project's alerts (deploy/prometheus/alerts.yml) that page on the incident an answer
 # points at: (question, values, alert, the incident). CheckpointsFailing and RecoverySuccessLow page
 # on every project.
-ALERTS: tuple[tuple[str, tuple[str, ...], str, str], ...] = (
-    ("external_effects", ("plain_api",), "CallsInDoubtWaiting", "a plain call left in doubt by a crash"),
-    ("unit_vs_notice", ("longer_than_notice",), "UnitStuckPastLease", "a unit that stops making progress"),
-    ("workers", ("many",), "StateStoreUnreachable", "the shared state store gone"),
-    ("recovery_point_store", ("database",), "StateStoreUnreachable", "the state database gone"),
+# The generated alerts beyond the two every job pages on (deploy/prometheus/alerts.yml): the
+# answer that makes each one matter, what it catches, and the symptoms (with the circumstances,
+# when they matter) it would have caught. Only a symptom the team saw lets the record say "this
+# incident would have fired" it; without one, the alert is named as one to watch. No symptom
+# tells of a store outage, so StateStoreUnreachable is only ever one to watch.
+ALERTS: tuple[tuple[str, tuple[str, ...], str, str, tuple[str, ...], tuple[str, ...]], ...] = (
+    ("external_effects", ("plain_api",), "CallsInDoubtWaiting", "a plain call left in doubt by a crash",
+     ("duplicate_effect", "stuck_unit", "work_lost"), ("crash", "planned_stop")),
+    ("unit_vs_notice", ("longer_than_notice",), "UnitStuckPastLease", "a unit that stops making progress",
+     ("stuck_unit", "never_finishes"), ("still_running",)),
+    ("workers", ("many",), "StateStoreUnreachable", "the shared state store gone", (), ()),
+    ("recovery_point_store", ("database",), "StateStoreUnreachable", "the state database gone", (), ()),
 )  # fmt: skip
 # Template settings that make a one-worker variant (the checkpoint's progress file): it runs one
 # worker per data directory and does not retry a failing service, so the drill gets neither
@@ -270,10 +277,24 @@ _SQL = re.compile(r"`(SELECT (?:(?!\.\.\.)[^`])+? FROM (?:(?!\.\.\.)[^`])+)`")  
 
 
 def _alert_step(answers: Mapping[str, str], single_worker: bool) -> str:
-    """Which of the generated alerts would have paged on this incident (deploy/prometheus/alerts.yml)."""
-    named = {alert: why for qid, values, alert, why in ALERTS if answers.get(qid) in values
-             and not (single_worker and alert == "StateStoreUnreachable")}  # the file variant has no store
-    this = "; ".join(f"`{alert}` ({why})" for alert, why in named.items())
+    """The generated alerts (deploy/prometheus/alerts.yml) these answers make matter, and which of
+    them would have paged on what the team saw."""
+    seen = set(answer_values(answers, SYMPTOMS))
+    when = answers.get(TRIGGER)
+    fired: dict[str, str] = {}
+    watch: dict[str, str] = {}
+    for qid, values, alert, why, catches, during in ALERTS:
+        if answers.get(qid) not in values or (single_worker and alert == "StateStoreUnreachable"):
+            continue  # the file variant has no store
+        if seen & set(catches) and (when is None or not during or when in during):
+            fired.setdefault(alert, why)
+        elif alert not in fired:
+            watch.setdefault(alert, why)
+    def listed(named: Mapping[str, str]) -> str:
+        return "; ".join(f"`{alert}` ({why})" for alert, why in named.items())
+
+    watch = {alert: why for alert, why in watch.items() if alert not in fired}
+    tail = (f"; this incident would have fired {listed(fired)}" if fired else "") + (
+        f"; with these answers watch {listed(watch)} too" if watch else "")
     return ("In production, page on the generated `deploy/prometheus/alerts.yml` (`make deploy-check` tests it):"
-            " `CheckpointsFailing` and `RecoverySuccessLow` for every job"
-            + (f"; this incident would have fired {this}." if this else "."))
+            " `CheckpointsFailing` and `RecoverySuccessLow` for every job" + tail + ".")
