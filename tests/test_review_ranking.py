@@ -338,6 +338,19 @@ def test_records_stay_under_100_lines_over_the_calibration_rows(catalog):
     assert max(r.lines for r in results) <= 100, [(r.id, r.lines) for r in results if r.lines > 100]
 
 
+def test_every_blind_round_is_in_the_table_and_the_last_is_the_held_out_part():
+    from review_ranking import FIGURES, TUNED
+
+    recorded = yaml.safe_load(FIGURES.read_text(encoding="utf-8"))
+    rounds = recorded["blind_rounds"]
+    assert [r["round"] for r in rounds] == list(range(1, len(TUNED) + 1))  # one a round, none missing
+    last, held = rounds[-1], recorded["heldout"]
+    assert all(last[k] == held[k] for k in ("rows", "scored", "first", "first_two", "picks_accepted"))
+    doc = (Path(__file__).resolve().parents[1] / "docs" / "calibration.md").read_text(encoding="utf-8")
+    n, first = sum(r["scored"] for r in rounds), sum(r["first"] for r in rounds)
+    assert f"| all {len(rounds)} |" in doc and f"{first} of {n} ({first / n:.0%})" in doc
+
+
 def test_the_recorded_tuned_figures_are_what_the_measure_gives(catalog):
     """docs/calibration.md shows tests/calibration/review_figures.yaml; the tuned part must match a
     fresh run (the held-out part is measured once and only its presence is checked here)."""

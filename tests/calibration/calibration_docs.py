@@ -158,9 +158,35 @@ def review_section() -> list[str]:
         "With the rows' `context:` text added too (its words may suggest a symptom not answered): "
         + "; ".join(context) + ".",
     ]
+    lines += blind_rounds_table(recorded.get("blind_rounds", []))
     if recorded.get("note"):
-        lines += ["", str(recorded["note"]).strip()]
+        lines += ["", "How each round went, and what it changed:", "", str(recorded["note"]).strip()]
     return lines
+
+
+def blind_rounds_table(rounds: list[dict[str, Any]]) -> list[str]:
+    """Every round's held-out part as it was measured once, blind: one row a round, then the sums."""
+    if not rounds:
+        return []
+    lines = [
+        "",
+        "Each round's held-out part, measured once when it was new (later rounds gave it up as tuning data):",
+        "",
+        "| round | rows (with a real fix) | real fix first | among the first two | picks accepted | decisions accepted |",
+        "|---:|---:|---:|---:|---:|---:|",
+    ]
+    for r in rounds:
+        n = r["scored"]
+        decided = f"{r['decisions_accepted']} of {r['rows']}" if "decisions_accepted" in r else "not measured"
+        lines.append(f"| {r['round']} | {r['rows']} ({n}) | {r['first']} of {n} ({r['first'] / n:.0%})"
+                     f" | {r['first_two']} of {n} ({r['first_two'] / n:.0%}) | {r['picks_accepted']} of {r['rows']}"
+                     f" | {decided} |")
+    n, first, two = (sum(r[k] for r in rounds) for k in ("scored", "first", "first_two"))
+    rows, picks = sum(r["rows"] for r in rounds), sum(r["picks_accepted"] for r in rounds)
+    lines.append(f"| all {len(rounds)} | {rows} ({n}) | {first} of {n} ({first / n:.0%}) | {two} of {n} ({two / n:.0%})"
+                 f" | {picks} of {rows} | |")
+    notes = [f"Round {r['round']}: {r['note']}" for r in rounds if r.get("note")]
+    return lines + (["", " ".join(notes)] if notes else [])
 
 
 def main(argv: list[str]) -> int:

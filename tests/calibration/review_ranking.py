@@ -158,6 +158,11 @@ def main(argv: list[str] | None = None) -> int:
         recorded = yaml.safe_load(FIGURES.read_text(encoding="utf-8")) if FIGURES.exists() else {}
         recorded[part] = {**found, "with_context": {k: with_context[k] for k in ("first", "first_two")},
                           "measured": dt.date.today().isoformat()}
+        if part == "heldout":  # round N's held-out part: the tuned part holds the N parts before it
+            blind = [r for r in recorded.get("blind_rounds", []) if r["round"] != len(TUNED)]
+            blind.append({"round": len(TUNED), "rows": found["rows"], "scored": found["scored"],
+                          **{k: found[k] for k in ("first", "first_two", "picks_accepted", "decisions_accepted")}})
+            recorded["blind_rounds"] = sorted(blind, key=lambda r: r["round"])
         FIGURES.write_text(yaml.safe_dump(recorded, sort_keys=False), encoding="utf-8")
         import calibration_docs  # this directory is on sys.path when run as a script
 
