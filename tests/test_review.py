@@ -439,3 +439,17 @@ def test_this_week_never_puts_a_fix_nothing_points_at_before_one_the_evidence_po
     pointed = [i for i, f in enumerate(week) if f.score > 0]
     quiet = [i for i, f in enumerate(week) if f.score <= 0]
     assert pointed and quiet and max(pointed) < min(quiet), [(f.control.id, f.score) for f in week]
+
+
+def test_a_plain_calls_unique_key_is_claimed_before_the_call_not_shared_with_its_transaction(catalog):
+    """An email can't share a transaction with anything of ours: for a plain API the key is a row
+    claimed before the call; for a database effect it stays in the effect's own transaction."""
+    emails = {"symptoms": "duplicate_effect", "trigger": "still_running", "broker": "sqs", "workers": "many",
+              "recovery_point_store": "broker_or_orchestrator", "external_effects": "plain_api"}  # fmt: skip
+    found = {f.control.id: f.control for f in review(emails, catalog, current="idempotent-retry").findings}
+    key = found["unique-key-with-effect"]
+    assert "Before the call" in key.fix and "same transaction as the effect" not in key.fix
+    assert "twice at once" in key.how_to_check
+    rows = {**emails, "external_effects": "none", "recovery_point_store": "database"}
+    found = {f.control.id: f.control for f in review(rows, catalog, current="idempotent-retry").findings}
+    assert "same transaction as the effect" in found["unique-key-with-effect"].fix
