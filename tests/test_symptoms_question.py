@@ -120,26 +120,6 @@ def test_the_runner_moves_only_the_stream_engines_checkpoint(capsys):
                {k: v for k, v in scores[None].items() if k != stream}
 
 
-def test_a_broker_that_keeps_no_offsets_counts_against_the_stream_engines_checkpoint(capsys):
-    """A stream engine recovers by rewinding its source: MQTT, SQS and RabbitMQ queues forget what is
-    acknowledged, so they count against its checkpoint; Kafka and Redis (whose Streams can be read
-    again) do not, and no other strategy moves."""
-    base = ["recommend", "--json", "--set", "work_shape=unbounded_stream"]
-    scores, against = {}, {}
-    for broker in (None, "kafka", "mqtt", "sqs", "rabbitmq", "redis"):
-        code, out, _ = run(capsys, *base, *(("--set", f"broker={broker}") if broker else ()))
-        assert code == 0
-        ranking = json.loads(out)["ranking"]
-        scores[broker] = {r["strategy"]: r["score"] for r in ranking}
-        against[broker] = " ".join(" ".join(r["against"]) for r in ranking if r["strategy"] == "stream-checkpoint")
-    stream = "stream-checkpoint"
-    assert scores["kafka"] == scores[None] == scores["redis"]
-    for broker in ("mqtt", "sqs", "rabbitmq"):
-        assert scores[broker][stream] == scores[None][stream] - 2 and "rewind" in against[broker], broker
-        assert {k: v for k, v in scores[broker].items() if k != stream} == \
-               {k: v for k, v in scores[None].items() if k != stream}
-
-
 def test_review_cli_ranks_by_the_symptoms(capsys, tmp_path: Path):
     path = tmp_path / "job.yml"
     path.write_text("recovery_point_store: local_disk\nsymptoms: [corrupt_state]\ncurrent: checkpoint\n")
