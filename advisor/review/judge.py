@@ -62,13 +62,6 @@ def judge_current(rec: Recommendation, current: str) -> Verdict:
     rank = ids.index(current) + 1
     gap = rec.top.score - ranked.score
     ruled_out = tuple(ranked.ruled_out)
-    # Only what the answers hold against it: never the winner's strengths reworded, never its
-    # pitfalls in general (the findings cover the controls that guard against them). An answer
-    # that rules it out is said once, by the rule.
-    decided = {q for rule in ranked.strategy.rules if condition_holds(rule.when, rec.answers) for q in rule.when}
-    against = tuple(
-        r.text for r in sorted(ranked.reasons, key=lambda r: r.weight) if r.weight < 0 and r.question not in decided
-    )
     unopposed = not any(r.weight < 0 for r in ranked.reasons)
     fits = not ruled_out and (rank == 1 or gap <= FIT_MARGIN or unopposed)
     name, top = ranked.strategy.name, rec.top.strategy.name
@@ -85,6 +78,13 @@ def judge_current(rec: Recommendation, current: str) -> Verdict:
                    f" counts against it: it fits, and what went wrong is a missing control, not the category.")
     else:
         summary = f"{name} does not fit: it ranks {rank} of {len(ids)}, {gap:g} points behind {top}."
+    # Only what the answers hold against it: never the winner's strengths reworded, never its
+    # pitfalls in general (the findings cover the controls that guard against them). An answer
+    # that rules it out is said once, by the rule.
+    decided = {q for rule in ranked.strategy.rules if condition_holds(rule.when, rec.answers) for q in rule.when}
+    against = tuple(
+        r.text for r in sorted(ranked.reasons, key=lambda r: r.weight) if r.weight < 0 and r.question not in decided
+    )
     risks = tuple(dict.fromkeys(ruled_out + against))
     return Verdict(current, fits, rank, summary, risks)
 

@@ -33,12 +33,9 @@ KILL_WINDOWS: tuple[tuple[str, tuple[str, ...], str], ...] = (
     ("work_shape", ("single_task",), "in the middle of the task, after its first effect"),
 )  # fmt: skip
 DRILL_RECORDS, DRILL_KILLS = 2000, 10
-# The generated project's alerts (deploy/prometheus/alerts.yml) that page on the incident an answer
-# points at: (question, values, alert, the incident). CheckpointsFailing and RecoverySuccessLow page
-# on every project.
-# The generated alerts beyond the two every job pages on (deploy/prometheus/alerts.yml): the
-# answer that makes each one matter, what it catches, and the symptoms (with the circumstances,
-# when they matter) it would have caught. Only a symptom the team saw lets the record say "this
+# The generated project's alerts (deploy/prometheus/alerts.yml) beyond CheckpointsFailing and
+# RecoverySuccessLow, which page on every project: (question, values that make it matter, alert,
+# what it catches, the symptoms it would have caught, the circumstances they need, if any). Only a symptom the team saw lets the record say "this
 # incident would have fired" it; without one, the alert is named as one to watch. No symptom
 # tells of a store outage, so StateStoreUnreachable is only ever one to watch.
 ALERTS: tuple[tuple[str, tuple[str, ...], str, str, tuple[str, ...], tuple[str, ...]], ...] = (
@@ -286,14 +283,13 @@ def _alert_step(answers: Mapping[str, str], single_worker: bool) -> str:
     for qid, values, alert, why, catches, during in ALERTS:
         if answers.get(qid) not in values or (single_worker and alert == "StateStoreUnreachable"):
             continue  # the file variant has no store
-        if seen & set(catches) and (when is None or not during or when in during):
-            fired.setdefault(alert, why)
-        elif alert not in fired:
-            watch.setdefault(alert, why)
+        caught = seen & set(catches) and (when is None or not during or when in during)
+        (fired if caught else watch).setdefault(alert, why)
+    watch = {alert: why for alert, why in watch.items() if alert not in fired}
+
     def listed(named: Mapping[str, str]) -> str:
         return "; ".join(f"`{alert}` ({why})" for alert, why in named.items())
 
-    watch = {alert: why for alert, why in watch.items() if alert not in fired}
     tail = (f"; this incident would have fired {listed(fired)}" if fired else "") + (
         f"; with these answers watch {listed(watch)} too" if watch else "")
     return ("In production, page on the generated `deploy/prometheus/alerts.yml` (`make deploy-check` tests it):"

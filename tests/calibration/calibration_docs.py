@@ -145,7 +145,7 @@ def review_section() -> list[str]:
         lines.append(
             f"| {names[part]} | {f['rows']} ({n}) | {f['first']} of {n} | {f['first_two']} of {n}"
             f" | {f['picks_accepted']} of {f['rows']}"
-            f" | {f'{d} of ' + str(f['rows']) if (d := f.get('decisions_accepted')) is not None else 'not measured'}"
+            f" | {_decisions(f)}"
             f" | {f['record_lines']['median']:g} / {f['record_lines']['max']}"
             f" | {f['measured']} |"
         )
@@ -164,6 +164,13 @@ def review_section() -> list[str]:
     return lines
 
 
+def _decisions(figures: dict[str, Any]) -> str:
+    """The review's decisions accepted, or "not measured" for figures recorded before it was."""
+    if "decisions_accepted" not in figures:
+        return "not measured"
+    return f"{figures['decisions_accepted']} of {figures['rows']}"
+
+
 def blind_rounds_table(rounds: list[dict[str, Any]]) -> list[str]:
     """Every round's held-out part as it was measured once, blind: one row a round, then the sums."""
     if not rounds:
@@ -177,10 +184,9 @@ def blind_rounds_table(rounds: list[dict[str, Any]]) -> list[str]:
     ]
     for r in rounds:
         n = r["scored"]
-        decided = f"{r['decisions_accepted']} of {r['rows']}" if "decisions_accepted" in r else "not measured"
         lines.append(f"| {r['round']} | {r['rows']} ({n}) | {r['first']} of {n} ({r['first'] / n:.0%})"
                      f" | {r['first_two']} of {n} ({r['first_two'] / n:.0%}) | {r['picks_accepted']} of {r['rows']}"
-                     f" | {decided} |")
+                     f" | {_decisions(r)} |")
     n, first, two = (sum(r[k] for r in rounds) for k in ("scored", "first", "first_two"))
     rows, picks = sum(r["rows"] for r in rounds), sum(r["picks_accepted"] for r in rounds)
     lines.append(f"| all {len(rounds)} | {rows} ({n}) | {first} of {n} ({first / n:.0%}) | {two} of {n} ({two / n:.0%})"
