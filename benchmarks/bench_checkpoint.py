@@ -81,7 +81,7 @@ TARGETS = {(0.0, True): 0.9, (0.0, False): 0.9, (0.5, True): 0.8, (0.5, False): 
 #: One commit per batch: its results + offset + intents done, with the NEXT batch's intents
 #: (durable before that batch's calls). The claim is one more per task (task_size records).
 FSYNCS_PER_BATCH = 1
-WHY = "results + offset, with the next batch's intents"
+WHY = "results + offset (with an idempotent service no intents: the key settles a re-sent call)"
 #: Not a target: at batch 100 the fsync share (~2-3 us/record) is smaller than writing a result
 #: row alone (~4-5 us), so 2 x the floor is out of reach of any loop that stores its results.
 NOT_A_TARGET = "per-record row writes exceed the per-record fsync share at this batch size"

@@ -142,7 +142,7 @@ def test_checkpoint_recovery_point_in_the_strategys_words(checkpoint_dir: Path) 
     assert "task demo-00000 resumes at record 300 of 500 (checkpoint 3" in text
     assert "owner pid 4242 on host otherhost, lease until" in text
     assert "task demo-00001 not started" in text
-    assert "in doubt: 3 call(s) prepared, not done — 1 got through" in text
+    assert "in doubt: 3 call(s) maybe made, not done — 1 got through" in text
     assert "1 (record, step) applied twice (e.g. r0000005 2 times)" in text
     assert "699 of 1000 expected not applied yet" in text
     assert [p["id"] for p in report["recovery_points"] if p["highlight"]] == ["demo-00000"]
@@ -150,6 +150,23 @@ def test_checkpoint_recovery_point_in_the_strategys_words(checkpoint_dir: Path) 
     # calls missing above: the record ids were read from either place).
     assert report["schema_version"] in (3, 4)
     assert {t["name"]: t["rows"] for t in report["tables"]}["intents"] == 3
+
+
+def test_a_running_task_without_intents_has_its_next_batch_in_doubt(checkpoint_dir: Path) -> None:
+    """An idempotent (or plain) project keeps no intents: the batch past a running task's offset
+    is what its holder may have called, checked against external.db like prepared intents."""
+    with sqlite3.connect(checkpoint_dir / "state.db") as conn:
+        conn.execute("DELETE FROM intents")
+    (checkpoint_dir.parent / ".copier-answers.yml").write_text(
+        "strategy: checkpoint\npackage_name: demo\neffect_kind: idempotent\nbatch_size: 50\n")
+    report = inspect_dir(checkpoint_dir.parent)
+    doubt = report["in_doubt"]
+    assert [d["record_id"] for d in doubt] == [f"r{i:07d}" for i in range(300, 350)]
+    assert sum(d["external"] == "applied" for d in doubt) == 1  # r0000300 got through
+    text = render_text(report)
+    assert "the calls of records 300..349 may have been made by its holder: re-sent with the same keys" in text
+    assert "in doubt: 50 call(s) maybe made, not done — 1 got through" in text
+    assert "looking up" not in report["resume"] and "50 call(s) of the batch past the offset" in report["resume"]
 
 
 def test_json_shape_is_stable(checkpoint_dir: Path, capsys: pytest.CaptureFixture[str]) -> None:

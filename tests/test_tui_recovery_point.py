@@ -52,7 +52,7 @@ def test_the_drill_screen_follows_the_drills_data_dir(checkpoint_dir: Path) -> N
             assert view.display
             shown = view.shown.plain
             assert "▶ task demo-00000 resumes at record 300 of 500" in shown
-            assert "in doubt: 3 prepared, not done (1 got through)" in shown
+            assert "in doubt: 3 maybe made, not done (1 got through)" in shown
             highlighted = [s for s in view.shown.spans if "reverse" in str(s.style)]
             assert len(highlighted) == 1  # the row that matters
             # the worker moves on: the next read shows the new offset

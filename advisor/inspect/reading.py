@@ -15,6 +15,17 @@ STEPS = {"state-machine": ("reserve", "charge", "notify")}
 DEFAULT_STEPS = ("",)
 #: Rows listed one by one before the rest is only counted (a 2,000-order run stays readable).
 LIST_LIMIT = 8
+#: What the calls a killed worker may have made become on restart, by the project's effect_kind.
+REDONE = {
+    "idempotent": "re-sent with the same keys (the service answers duplicate)",
+    "queryable": "looked up by key before any is sent again",
+    "plain": "in doubt (plain calls: settled by `reconcile`, never claimed exactly once)",
+}
+
+
+def redone_by(effect_kind: str) -> str:
+    return REDONE.get(effect_kind, "recovered by the project's effect_kind (re-sent with their keys, "
+                                   "looked up, or held in doubt)")
 
 
 @dataclass

@@ -85,7 +85,7 @@ def read(loc: Location, url: str, environ: Mapping[str, str] | None = None) -> t
             raise InspectError(f"{source.location} holds {found} state but {loc.project_dir}/.copier-answers.yml "
                                f"says strategy {declared}")
         if found == "checkpoint":
-            reading = checkpoint(source, lease_s, here)
+            reading = checkpoint(source, lease_s, here, str(answers.get("effect_kind", "")), batch)
         elif found == "idempotent-retry":
             reading = idempotent_retry(source, lease_s, here)
         elif found == "state-machine":

@@ -19,17 +19,11 @@ import time
 from pathlib import Path
 from typing import Any
 
-from advisor.inspect.reading import Point, Reading, ago, schema_version, table_counts
+from advisor.inspect.reading import Point, Reading, ago, redone_by, schema_version, table_counts
 from advisor.inspect.sources import Source
 
 CHECKPOINT_DIR = "spark-checkpoint"
 TABLES = ["stream_files", "stream_batches", "stream_results", "stream_skipped", "submissions", "schema_version"]
-#: What a call of a replayed, uncommitted batch becomes, by the project's effect_kind.
-REDONE = {
-    "idempotent": "re-sent with the same keys (the service answers duplicate)",
-    "queryable": "looked up by key before any is sent again",
-    "plain": "in doubt (plain calls: settled by `reconcile`, never claimed exactly once)",
-}
 #: A landing file read for its record ids stays small: the demo's are batch_size lines.
 MAX_LANDING_BYTES = 8 * 1024 * 1024
 
@@ -122,8 +116,7 @@ def stream_checkpoint(source: Source, checkpoint: Path, effect_kind: str) -> Rea
                 resume = f"the next run replays batch {replay} (the sink skips it: already committed)"
             else:
                 ids = _record_ids(_batch_files(checkpoint, replay))
-                kept = REDONE.get(effect_kind, "recovered by the project's effect_kind (re-sent with their keys, "
-                                                 "looked up, or held in doubt)")
+                kept = redone_by(effect_kind)
                 text += (f": batch {replay} ({names}) is replayed on restart and the sink has not committed it: "
                          f"its {len(ids) or 'records'} record(s) are processed again, calls that may have been "
                          f"made {kept}")

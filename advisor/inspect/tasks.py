@@ -8,7 +8,7 @@ import time
 from typing import Any
 
 from advisor.inspect.reading import (LIST_LIMIT, Point, Reading, ago, collapse, owner_phrase, record_of_key,
-                                   schema_version, steps_of, table_counts)
+                                   redone_by, schema_version, steps_of, table_counts)
 from advisor.inspect.sources import Source
 
 
@@ -27,7 +27,10 @@ def _expected(record_ids: list[str], strategy: str) -> set[tuple[str, str]]:
 
 
 # ------------------------------------------------------------------ checkpoint
-def checkpoint(source: Source, lease_s: float, here: str) -> Reading:
+def checkpoint(source: Source, lease_s: float, here: str, effect_kind: str = "", batch_size: int = 100) -> Reading:
+    """A queryable project keeps an intent per call of the running batch; the others keep none (the
+    key or the call ledger settles a re-sent call), so a running task's batch past its offset is what
+    may have been called: ``batch_size`` records (the project's setting)."""
     now = time.time()
     # Schema version 4 keeps each task's input in task_inputs; earlier versions in the tasks row.
     # Inspect reads either as it is (it never migrates a store).
@@ -44,8 +47,10 @@ def checkpoint(source: Source, lease_s: float, here: str) -> Reading:
         doubt_by_task.setdefault(row["task_id"], []).append(int(row["seq"]))
     points: list[Point] = []
     record_ids: list[str] = []
+    unprepared: list[dict[str, str]] = []  # maybe called, with no intent kept (see the docstring)
     for t in tasks:
-        record_ids += [str(r.get("record_id")) for r in _json_data(t["payload"]).get("records", [])]
+        ids = [str(r.get("record_id")) for r in _json_data(t["payload"]).get("records", [])]
+        record_ids += ids
         off, total, status = int(t["processed_offset"]), int(t["total"]), t["status"]
         cp = f"checkpoint {t['last_checkpoint_id']}, {ago(t['updated_at'], now)}"
         if status == "done":
@@ -62,13 +67,20 @@ def checkpoint(source: Source, lease_s: float, here: str) -> Reading:
         if seqs:
             text += (f"; {len(seqs)} calls prepared, not done (records {min(seqs)}..{max(seqs)}): maybe made, "
                      "recovered by the project's effect_kind (re-sent with the key, looked up, or held in doubt)")
+        elif status == "running" and effect_kind != "queryable":
+            end = min(off + batch_size, total)
+            unprepared += [{"key": f"{t['task_id']}/{rid}", "record_id": rid, "step": "",
+                            "where": f"task {t['task_id']} record {seq}, past the offset"}
+                           for seq, rid in enumerate(ids[off:end], start=off)]
+            text += (f"; the calls of records {off}..{end - 1} may have been made by its holder: "
+                     f"{redone_by(effect_kind)}")
         points.append(Point(t["task_id"], "task", status, text, off, total,
                             detail={"owner": t["owner"], "heartbeat": t["updated_at"],
                                     "checkpoint": t["last_checkpoint_id"], "attempts": t["attempts"],
                                     "prepared": len(seqs or [])}))
     _highlight(points, lambda p: p.status == "running" or (p.status == "pending" and bool(p.done)))
     in_doubt = [{"key": r["idempotency_key"], "record_id": record_of_key(r["idempotency_key"]), "step": "",
-                 "where": f"task {r['task_id']} record {r['seq']}"} for r in prepared]
+                 "where": f"task {r['task_id']} record {r['seq']}"} for r in prepared] + unprepared
     by_status = _count(t["status"] for t in tasks)
     done = sum(int(t["processed_offset"]) for t in tasks)
     total = sum(int(t["total"]) for t in tasks)
@@ -76,8 +88,10 @@ def checkpoint(source: Source, lease_s: float, here: str) -> Reading:
     resume = (f"all {total} records are checkpointed; nothing to resume" if done >= total and total else
               f"the next run resumes task {nxt.id} at record {nxt.done} of {nxt.total}" if nxt else
               "the next run starts the first pending task at record 0")
-    if in_doubt:
-        resume += f", first looking up {len(in_doubt)} prepared call(s) by idempotency key instead of calling again"
+    if prepared:
+        resume += f", first looking up {len(prepared)} prepared call(s) by idempotency key instead of calling again"
+    if unprepared:
+        resume += f"; {len(unprepared)} call(s) of the batch past the offset are {redone_by(effect_kind)}"
     # Thousands of tasks read as a few lines: the not-started ones (and many done ones) counted.
     points = collapse(points, lambda p: p.status == "pending" and not p.done, "not started: each resumes at record 0")
     points = collapse(points, lambda p: p.status == "done", "done: all their records", keep=LIST_LIMIT)

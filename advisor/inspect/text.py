@@ -24,9 +24,9 @@ def table_line(report: Mapping[str, Any]) -> str | None:
 def in_doubt_lines(report: Mapping[str, Any]) -> list[str]:
     doubt = report.get("in_doubt") or []
     if not doubt:
-        return ["in doubt: nothing (no call is prepared without being done)"]
+        return ["in doubt: nothing (no call may have been made without being recorded as done)"]
     applied = sum(1 for d in doubt if d.get("external") == "applied")
-    lines = [f"in doubt: {len(doubt)} call(s) prepared, not done — {applied} got through (found in external.db), "
+    lines = [f"in doubt: {len(doubt)} call(s) maybe made, not done — {applied} got through (found in external.db), "
              f"{len(doubt) - applied} did not; recovery settles each by its idempotency key instead of trusting the state"]
     for d in doubt[:IN_DOUBT_SHOWN]:
         lines.append(f"  {d['key']} ({d['where']}): {d.get('external', '?')}")

@@ -41,7 +41,7 @@ def recovery_text(report: Mapping[str, Any]) -> Text:
     doubt = report.get("in_doubt") or []
     if doubt:
         applied = sum(1 for d in doubt if d.get("external") == "applied")
-        text.append(f"in doubt: {len(doubt)} prepared, not done ({applied} got through): settled by key\n",
+        text.append(f"in doubt: {len(doubt)} maybe made, not done ({applied} got through): settled by key\n",
                     style="yellow")
     text.append(f"external: {report['external']['text']}")
     return text

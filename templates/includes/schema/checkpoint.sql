@@ -54,7 +54,9 @@ CREATE TABLE results (
 -- External calls: 'prepared' is committed BEFORE the call, and the row is deleted by the
 -- batch's checkpoint (its committed offset now says "done"; earlier versions kept the row
 -- as 'done'). A 'prepared' intent found on recovery means "the call may have got
--- through": ask the service by idempotency key instead of calling again.
+-- through": ask the service by idempotency key instead of calling again. Written only
+-- when the service is queryable: an idempotent one dedupes the re-sent key itself, and a
+-- plain call has its own ledger row (runtime/effects.py).
 CREATE TABLE intents (
     idempotency_key VARCHAR(200) PRIMARY KEY,
     task_id         VARCHAR(64)  NOT NULL,

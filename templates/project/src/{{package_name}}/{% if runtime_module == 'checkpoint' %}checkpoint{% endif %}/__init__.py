@@ -51,10 +51,11 @@ REDONE_CALLS_PER_KILL = effects.promise(Settings.from_env().batch_size * len(job
 WINDOWS = {
     "after_effect_before_commit": "a record's external call went through, the batch commit that records it has "
                                   "not happened: the restarted worker must follow the rule of the service's kind "
-                                  "for its prepared intent (re-send with the key, look it up, or hold it in doubt)",
-    "after_commit_before_next_batch": "the batch's results, offset and the next batch's intents are committed, "
-                                      "no call of the next batch is made yet: nothing may be lost or redone, and "
-                                      "the prepared intents of calls never made must not block the next run",
+                                  "for that call (re-send with the key, look it up, or hold it in doubt)",
+    "after_commit_before_next_batch": "the batch's results and offset are committed (with the next batch's "
+                                      "intents, for a queryable service), no call of the next batch is made yet: "
+                                      "nothing may be lost or redone, and the prepared intents of calls never made "
+                                      "must not block the next run",
 }
 #: A record already queued here, submitted again under a new correlation id (drill/schedule.py,
 #: docs/generated-project.md): new work, processed again under new keys. Resubmit under the SAME

@@ -109,8 +109,9 @@ UPDATE tasks SET processed_offset = ?, checkpoint_data = ?, last_checkpoint_id =
                  status = CASE WHEN ? >= total THEN 'done' ELSE status END, updated_at = ?
 WHERE task_id = ? AND processed_offset = ? AND status = 'running'"""
 
-# 'done' rows are no longer written; this clears those a store from an earlier version kept.
-DELETE_DONE_INTENTS = "DELETE FROM intents WHERE task_id = ? AND status = 'done'"
+# When a task is done every intent of it is: this also clears the rows a store from an earlier
+# version kept ('done' ones, and 'prepared' ones of a service kind that keeps no intents now).
+DELETE_TASK_INTENTS = "DELETE FROM intents WHERE task_id = ?"
 
 # Graceful stop (signal, --limit): hand the task back at its committed offset so
 # the next worker starts at once instead of waiting for the lease.

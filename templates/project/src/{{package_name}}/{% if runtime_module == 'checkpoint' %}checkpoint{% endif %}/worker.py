@@ -5,6 +5,12 @@ then results + the batch's intents removed + the new offset in ONE transaction g
 ``WHERE processed_offset = ?`` (a batch that loses the race is given up). The first batch's
 intents commit with the claim, every later batch's with the checkpoint before it: one commit
 per batch, one more per task.
+
+Intents are written only for a queryable service (``KEEPS_INTENTS``), the one kind where "this
+call may have got through" changes what is done next: the call is looked up instead of made
+again. An idempotent service dedupes the re-sent key on its own, and a plain call has its own
+ledger row written before it is sent (runtime/effects.py); for those a row per call before each
+batch would be a write for nothing (about half the WAL pages a batch writes).
 """
 
 from __future__ import annotations
@@ -25,9 +31,13 @@ from ..runtime.owners import owner_gone, owner_id
 from ..runtime.shutdown import Shutdown
 from ..runtime.store import Store
 from ..runtime.strategy import Context
-from .tables import (ADVANCE_OFFSET, CHECKPOINT, CLAIM_TASK, DELETE_BATCH_INTENTS, DELETE_DONE_INTENTS,
+from .tables import (ADVANCE_OFFSET, CHECKPOINT, CLAIM_TASK, DELETE_BATCH_INTENTS, DELETE_TASK_INTENTS,
                      DROP_UNUSED_INTENTS, INSERT_INTENT, INSERT_RESULT, MARK_FAILED, PAYLOAD, RELEASE_TASK,
                      SELECT_CLAIMABLE, SELECT_PREPARED, SELECT_TASK)
+
+
+#: Whether intents are kept (see the module docstring).
+KEEPS_INTENTS = effects.KIND == "queryable"
 
 
 def idempotency_key(task_id: str, record_id: str, step: str = "") -> str:
@@ -70,11 +80,13 @@ class Worker:
         """A task to work on, with its first batch's intents prepared in the claim's own commit
         (``first_batch``): one fsync fewer per task, and still every intent durable before its call."""
         with self.store.transaction():
-            task = self._claim_in_transaction()
-            self.first_batch = self._prepare_first_batch(task) if task is not None else None
+            task, taken_over = self._claim_in_transaction()
+            self.first_batch = self._prepare_first_batch(task, taken_over) if task is not None else None
             return task
 
-    def _claim_in_transaction(self) -> dict[str, Any] | None:
+    def _claim_in_transaction(self) -> tuple[dict[str, Any] | None, bool]:
+        """The claimed task (None: nothing to claim), and whether it was taken over from a
+        holder that was running it."""
         now = time.time()
         for row in self.store.all(SELECT_CLAIMABLE):
             # Held by this very process under an earlier instance (run re-entered after a
@@ -91,8 +103,8 @@ class Worker:
                 if row["status"] == "running":
                     self.log(f"reclaimed {row['task_id']} from {row['owner']}: resuming at offset "
                              f"{task['processed_offset']}/{task['total']}")
-                return task
-        return None
+                return task, row["status"] == "running"
+        return None, False
 
     def run(self, limit: int | None) -> int:
         while not self.shutdown.requested and (limit is None or self.processed < limit):
@@ -125,7 +137,7 @@ class Worker:
             raise Unreadable(f"unreadable payload or checkpoint: {exc}") from None
         return records, work_ms, state
 
-    def _prepare_first_batch(self, task: dict[str, Any]) -> FirstBatch | None:
+    def _prepare_first_batch(self, task: dict[str, Any], taken_over: bool) -> FirstBatch | None:
         """Inside the claim's transaction: the task read, and its first batch's intents prepared.
         None when it cannot be read (process_task fails it) or has nothing left to do."""
         try:
@@ -135,10 +147,15 @@ class Worker:
         task_id, offset, total = task["task_id"], task["processed_offset"], task["total"]
         if offset >= total:
             return None
-        # Intents another (killed) instance prepared and never confirmed, read once per
-        # claim: only an instance holding the task writes its intents, and that is us now.
-        foreign = {row["seq"] for row in self.store.all(SELECT_PREPARED, (task_id, offset, total, self.instance_id))}
         end = min(offset + self.settings.batch_size, total)
+        if KEEPS_INTENTS:
+            # Intents another (killed) instance prepared and never confirmed, read once per
+            # claim: only an instance holding the task writes its intents, and that is us now.
+            foreign = self._foreign_intents(task_id, offset, total)
+        else:
+            # No intents: after a takeover, the holder may have made the calls of the batch
+            # at its offset (counted as re-sent; the key or the ledger keeps them single).
+            foreign = set(range(offset, end)) if taken_over else set()
         self.prepare_intents(task_id, records, offset, end, foreign=foreign)
         return FirstBatch(task_id, records, work_ms, state, foreign, end)
 
@@ -157,16 +174,16 @@ class Worker:
             except Unreadable as exc:
                 self.fail(task, str(exc))
                 return
-            foreign = {row["seq"] for row in self.store.all(SELECT_PREPARED,
-                                                            (task_id, offset, total, self.instance_id))}
+            foreign = self._foreign_intents(task_id, offset, total) if KEEPS_INTENTS else set()
         while offset < total:
             if self.shutdown.requested or (limit is not None and self.processed >= limit):
                 self.release(task_id, offset, total)
                 return
             end = min(offset + self.settings.batch_size, total)
             if prepared is None:
-                with self.store.transaction():
-                    self.prepare_intents(task_id, records, offset, end, foreign=foreign)
+                if KEEPS_INTENTS:
+                    with self.store.transaction():
+                        self.prepare_intents(task_id, records, offset, end, foreign=foreign)
                 prepared = {seq for seq in foreign if offset <= seq < end}
             try:
                 outputs = self.work_batch(task_id, records, offset, end, work_ms, state, prepared=prepared)
@@ -196,10 +213,14 @@ class Worker:
                 time.sleep(0.5)
                 return
 
+    def _foreign_intents(self, task_id: str, offset: int, total: int) -> set[int]:
+        return {row["seq"] for row in self.store.all(SELECT_PREPARED, (task_id, offset, total, self.instance_id))}
+
     def release(self, task_id: str, offset: int, total: int) -> None:
         """Hand the task back at its committed offset, dropping our intents of calls never made."""
         with self.store.transaction():
-            self.store.execute(DROP_UNUSED_INTENTS, (task_id, offset, total, self.instance_id))
+            if KEEPS_INTENTS:
+                self.store.execute(DROP_UNUSED_INTENTS, (task_id, offset, total, self.instance_id))
             self.store.execute(RELEASE_TASK, (time.time(), task_id, self.instance_id))
 
     def work_batch(self, task_id: str, records: list[dict[str, Any]], offset: int, end: int,
@@ -212,8 +233,11 @@ class Worker:
         None: prepare them here, in their own transaction, before any call.
         """
         if prepared is None:
-            with self.store.transaction():
-                prepared = self.prepare_intents(task_id, records, offset, end)
+            if KEEPS_INTENTS:
+                with self.store.transaction():
+                    prepared = self.prepare_intents(task_id, records, offset, end)
+            else:
+                prepared = set()
         # The work. Time trigger: stop early so a checkpoint is written at least
         #    every checkpoint_interval_s (and the heartbeat stays fresh).
         # Names looked up once per batch, not once per record (this loop is the hot path).
@@ -257,8 +281,10 @@ class Worker:
         """Inside a transaction: which calls of records[offset:end] may already have happened
         (a killed instance prepared them; ``foreign`` if already read), then ours recorded as
         prepared, BEFORE any call."""
+        if not KEEPS_INTENTS:
+            return {seq for seq in foreign if offset <= seq < end} if foreign is not None else set()
         prepared = ({seq for seq in foreign if offset <= seq < end} if foreign is not None else
-                    {row["seq"] for row in self.store.all(SELECT_PREPARED, (task_id, offset, end, self.instance_id))})
+                    self._foreign_intents(task_id, offset, end))
         now = time.time()
         self.store.executemany(INSERT_INTENT, [
             (idempotency_key(task_id, str(records[seq].get("record_id"))), task_id, seq, self.instance_id, now)
@@ -286,11 +312,12 @@ class Worker:
                 self.store.executemany(INSERT_RESULT, [
                     (task_id, offset + i, str(records[offset + i].get("record_id")), json.dumps(output), now)
                     for i, output in enumerate(outputs)])
-                self.store.execute(DELETE_BATCH_INTENTS, (task_id, offset, new_offset))
-                if new_offset < end:
-                    self.store.execute(DROP_UNUSED_INTENTS, (task_id, new_offset, end, self.instance_id))
-                if new_offset >= total:
-                    self.store.execute(DELETE_DONE_INTENTS, (task_id,))
+                if KEEPS_INTENTS:
+                    self.store.execute(DELETE_BATCH_INTENTS, (task_id, offset, new_offset))
+                    if new_offset < end:
+                        self.store.execute(DROP_UNUSED_INTENTS, (task_id, new_offset, end, self.instance_id))
+                if new_offset >= total:  # every record is done: no intent of the task is needed
+                    self.store.execute(DELETE_TASK_INTENTS, (task_id,))
                 if next_end is not None:
                     self.prepare_intents(task_id, records, new_offset, next_end, foreign=foreign)
         except _LostRace:
