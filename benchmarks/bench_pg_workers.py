@@ -19,12 +19,23 @@ Printed per K: records/s (median, range over rounds), efficiency, PostgreSQL com
 batch, the workers' CPU time per record (user + system, from the children's rusage), and the
 load. ``--check``: exit 1 when the efficiency at the largest K under 4 (2 workers) falls below
 0.7 (a noisy shared machine; without it the script reports only). docs/one-machine-to-many.md.
+
+**The store's own ceiling** (``--ceiling 1,4,16,32``, on by default): where the database, not
+the workers, is the limit. C client threads (psycopg; a thread waits on the server with the
+GIL released) each commit the checkpoint's own transaction over and over for ``--ceiling-s``
+seconds — the task row's offset update guarded by ``WHERE processed_offset = ?`` and a batch's
+``batch_size`` result rows (made by the server with generate_series, so that the client's own
+Python is not what is measured) — against one task row per thread in the same throwaway server.
+Printed: commits/s and the records/s they would checkpoint (commits x batch), and the client
+process's CPU per commit (when the client's cores are the limit, the server's ceiling is higher
+than printed). Beside the workers' rate above, it says how many such workers one server holds.
 """
 
 from __future__ import annotations
 
 import argparse
 import os
+import threading
 import resource
 import sqlite3
 import statistics
@@ -97,6 +108,60 @@ def one_run(dest: Path, server_url: str, root: Path, workers: int, args: argpars
             "cpu_us": cpu * 1e6 / args.records}
 
 
+CEILING_SCHEMA = """
+CREATE TABLE tasks (task_id text PRIMARY KEY, processed_offset bigint NOT NULL, updated_at double precision);
+CREATE TABLE results (task_id text, seq bigint, record_id text, output text, created_at double precision,
+                      PRIMARY KEY (task_id, seq))"""
+#: The checkpoint's transaction (checkpoint/worker.py): the offset moved under its optimistic lock,
+#: the batch's results inserted, one commit.
+ADVANCE = "UPDATE tasks SET processed_offset = %s, updated_at = %s WHERE task_id = %s AND processed_offset = %s"
+#: The batch's result rows, made by the server (generate_series): the same rows written, without
+#: the client's per-row Python, which would make the client's cores the limit measured.
+RESULTS = ("INSERT INTO results SELECT %s, seq, 'r' || seq, '{\"ok\": true}', %s "
+           "FROM generate_series(%s::bigint, %s::bigint) AS seq")
+
+
+def ceiling(server_url: str, clients: int, seconds: float, batch: int) -> dict[str, float]:
+    """Commits/s of ``clients`` threads each committing checkpoint-shaped transactions."""
+    import psycopg
+
+    url = create_database(server_url, "ceiling")
+    with psycopg.connect(url, autocommit=True) as conn:
+        for statement in CEILING_SCHEMA.split(";"):
+            conn.execute(statement)
+        conn.cursor().executemany("INSERT INTO tasks VALUES (%s, 0, 0)", [(f"t{i}",) for i in range(clients)])
+    counts = [0] * clients
+    start = threading.Barrier(clients + 1)
+    stop = threading.Event()
+
+    def client(i: int) -> None:
+        task = f"t{i}"
+        with psycopg.connect(url) as conn:
+            start.wait()
+            offset = 0
+            while not stop.is_set():
+                now = time.time()
+                with conn.transaction(), conn.cursor() as cur:
+                    cur.execute(ADVANCE, (offset + batch, now, task, offset))
+                    cur.execute(RESULTS, (task, now, offset, offset + batch - 1))
+                offset += batch
+                counts[i] += 1
+
+    threads = [threading.Thread(target=client, args=(i,)) for i in range(clients)]
+    for t in threads:
+        t.start()
+    start.wait()
+    cpu0, began = time.process_time(), time.perf_counter()
+    time.sleep(seconds)
+    stop.set()
+    for t in threads:
+        t.join()
+    elapsed, cpu = time.perf_counter() - began, time.process_time() - cpu0
+    commits = sum(counts)
+    return {"commits_s": commits / elapsed, "records_s": commits * batch / elapsed,
+            "client_cpu_us": cpu * 1e6 / max(commits, 1)}
+
+
 def parse() -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument("--records", type=int, default=4000)
@@ -106,10 +171,14 @@ def parse() -> argparse.Namespace:
     parser.add_argument("--task-size", type=int, default=100, help="records per task (the unit a worker claims)")
     parser.add_argument("--pg-fsync", choices=("on", "off"), default="on",
                         help="the throwaway server's fsync (on: commits are as durable as in production)")
+    parser.add_argument("--ceiling", default="1,4,16,32",
+                        help="client threads of the store's commit ceiling (comma list; empty: skip it)")
+    parser.add_argument("--ceiling-s", type=float, default=5.0, help="seconds per ceiling point")
     parser.add_argument("--check", action="store_true",
                         help=f"exit 1 when {CHECK_WORKERS} workers run below {CHECK_EFFICIENCY} of ideal")
     args = parser.parse_args()
     args.counts = [int(k) for k in args.workers.split(",")]
+    args.ceilings = [int(c) for c in args.ceiling.split(",") if c.strip()]
     return args
 
 
@@ -131,6 +200,7 @@ def main() -> int:
                 for k in order:
                     loads.append(os.getloadavg()[0])
                     runs[k].append(one_run(dest, server_url, root, k, args, f"r{r}-k{k}"))
+            ceilings = {c: ceiling(server_url, c, args.ceiling_s, args.batch_size) for c in args.ceilings}
     one = statistics.median(x["rate"] for x in runs[min(args.counts)]) / min(args.counts)
     print(f"checkpoint project on one PostgreSQL 15 (loopback, fsync={args.pg_fsync}), {args.records} records, "
           f"{args.work_ms:g} ms of sleep each, task size {args.task_size}, batch {args.batch_size}; "
@@ -147,6 +217,17 @@ def main() -> int:
               f"{efficiency[k]:>7.0%}  {statistics.median(commits):>6.0f} ({min(commits):.0f}-{max(commits):.0f})"
               f"{'':>3}  {statistics.median(x['commits_per_batch'] for x in runs[k]):>13.2f}  "
               f"{statistics.median(x['cpu_us'] for x in runs[k]):>20.0f}")
+    if ceilings:
+        per_worker = one  # records/s of one worker at this work per record
+        print(f"\nthe store's own ceiling: the checkpoint's transaction (offset update + {args.batch_size} result "
+              f"rows, one commit) from C client threads, {args.ceiling_s:g} s each, same server")
+        print(f"{'clients':>7}  {'commits/s':>9}  {'records/s checkpointed':>22}  {'client CPU us/commit':>20}  "
+              f"{'workers it holds':>16}")
+        for c, x in ceilings.items():
+            print(f"{c:>7}  {x['commits_s']:>9.0f}  {x['records_s']:>22.0f}  {x['client_cpu_us']:>20.0f}  "
+                  f"{x['records_s'] / per_worker:>16.0f}")
+        print(f"(workers it holds: records/s checkpointed / one worker's {per_worker:.0f} records/s at "
+              f"{args.work_ms:g} ms per record; the workers' own CPU and each one's external service not counted)")
     missed = CHECK_WORKERS in efficiency and efficiency[CHECK_WORKERS] < CHECK_EFFICIENCY
     if missed:
         print(f"MISSED: {CHECK_WORKERS} workers at {efficiency[CHECK_WORKERS]:.0%} of ideal "
