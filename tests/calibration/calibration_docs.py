@@ -116,7 +116,7 @@ def review_section() -> list[str]:
         "Two parts, kept apart. The **tuned** part (`tests/calibration/review_tuned.yaml`, round 1's",
         "held-out rows in `tests/calibration/review_tuned_2.yaml`, round 2's in",
         "`tests/calibration/review_tuned_3.yaml`, round 3's in `tests/calibration/review_tuned_4.yaml`, round 4's in",
-        "`tests/calibration/review_tuned_5.yaml`, round 5's in `tests/calibration/review_tuned_6.yaml`, round 6's in `tests/calibration/review_tuned_7.yaml`, round 7's in `tests/calibration/review_tuned_8.yaml`, round 8's in `tests/calibration/review_tuned_9.yaml`, round 9's in `tests/calibration/review_tuned_10.yaml`, round 10's in `tests/calibration/review_tuned_11.yaml`, round 11's in `tests/calibration/review_tuned_12.yaml`, round 12's in `tests/calibration/review_tuned_13.yaml`, round 13's in `tests/calibration/review_tuned_14.yaml`, and the",
+        "`tests/calibration/review_tuned_5.yaml`, round 5's in `tests/calibration/review_tuned_6.yaml`, round 6's in `tests/calibration/review_tuned_7.yaml`, round 7's in `tests/calibration/review_tuned_8.yaml`, round 8's in `tests/calibration/review_tuned_9.yaml`, round 9's in `tests/calibration/review_tuned_10.yaml`, round 10's in `tests/calibration/review_tuned_11.yaml`, round 11's in `tests/calibration/review_tuned_12.yaml`, round 12's in `tests/calibration/review_tuned_13.yaml`, round 13's in `tests/calibration/review_tuned_14.yaml`, round 14's in `tests/calibration/review_tuned_15.yaml`, and the",
         "older cases of",
         "`tests/test_review_incidents.py`) is what the ranking rules (`strategies/evidence.yaml`) were",
         "written with in view, so its figures say little beyond \"the rules do what they were written to",
