@@ -285,6 +285,60 @@ def test_an_unless_rule_is_ruled_out_only_by_an_answer_given(catalog_copy):
     assert "unless" in str(err.value) and "unknown value" in str(err.value)
 
 
+IMPLIED_RULE = """\
+  - id: test-file-cut-off
+    symptoms: [corrupt_state]
+    when: {recovery_point_store: local_disk}
+    raise: {checkpoint-file-checksummed: 4}
+    says: a recovery file was cut off mid-write
+"""
+IMPLIED = """\
+implied:
+  - when: {runner: slurm}
+    answers: {recovery_point_store: local_disk}
+    says: a batch-scheduler job restarts from its files
+"""
+
+
+def test_the_stack_implies_an_unanswered_answer_at_half_weight_and_the_record_says_so(catalog_copy):
+    """A SLURM job's recovery point is most likely a file it wrote: a rule about files holds for a
+    team that did not say where it keeps progress, at half its weight (a likelihood is weaker than
+    an answer); an answer given always wins."""
+    (catalog_copy / "precedents.yaml").unlink()  # the rule alone
+    (catalog_copy / "evidence.yaml").write_text(IMPLIED + "rules:\n" + IMPLIED_RULE)
+    catalog = load_catalog(catalog_copy)
+
+    def score(answers):
+        r = review({"symptoms": "corrupt_state", **answers}, catalog, current=CurrentDesign("checkpoint"))
+        return {f.control.id: f.score for f in r.findings}.get("checkpoint-file-checksummed", 0), r
+
+    assert score({"recovery_point_store": "local_disk"})[0] == 4
+    implied, r = score({"runner": "slurm"})
+    assert implied == 2 and r.seen.implied == (("recovery_point_store", "local_disk", "runner=slurm"),)
+    assert r.findings[0].control.id == "checkpoint-file-checksummed"
+    assert score({"runner": "slurm", "recovery_point_store": "database"})[0] == 0  # the team's answer wins
+    assert score({"runner": "celery"})[0] == 0  # another stack implies nothing here
+    text = decision_record({"symptoms": "corrupt_state", "runner": "slurm"}, catalog,
+                           current=CurrentDesign("checkpoint"), date=DAY)
+    assert "`recovery_point_store=local_disk`, likely with `runner=slurm`" in text
+
+
+@pytest.mark.parametrize(("implied", "key", "reason"), [
+    (IMPLIED.replace("answers: {recovery_point_store: local_disk}", "answers: {recovery_point_store: tape}"),
+     "implied[0].answers", "unknown value"),
+    (IMPLIED.replace("answers: {recovery_point_store: local_disk}", "answers: {recovery_point_store: [local_disk, database]}"),
+     "implied[0].answers", "one value"),
+    (IMPLIED.replace("- when: {runner: slurm}\n    answers", "- answers"), "implied[0].when", "at least one"),
+    (IMPLIED.replace("    says: a batch-scheduler job restarts from its files\n", ""), "says", "required"),
+])  # fmt: skip
+def test_a_broken_implied_entry_names_file_key_and_reason(catalog_copy, implied, key, reason):
+    (catalog_copy / "evidence.yaml").write_text(implied + "rules:\n" + IMPLIED_RULE)
+    with pytest.raises(CatalogError) as err:
+        load_catalog(catalog_copy)
+    message = str(err.value)
+    assert "evidence.yaml" in message and key in message and reason in message, message
+
+
 def test_a_good_rule_loads_and_a_catalog_without_the_file_ranks_by_declaration(catalog_copy):
     (catalog_copy / "evidence.yaml").write_text("rules:\n" + GOOD_RULE)
     rules = load_catalog(catalog_copy).evidence.rules

@@ -342,14 +342,27 @@ class Precedent:
 
 
 @dataclass(frozen=True)
+class Implied:
+    """What a team's stack says about a question it did not answer (``evidence.yaml``, ``implied``):
+    when ``when`` holds, ``answers`` are read as likely by the ranking's rules only, at part of a
+    rule's weight, as a context word is; recommend never reads them."""
+
+    when: Condition
+    answers: Mapping[str, str]  # question id → the value the stack makes likely
+    says: str  # why, in a few words ("a SLURM job restarts from files it wrote")
+
+
+@dataclass(frozen=True)
 class Evidence:
     """The review's ranking rules; ``keywords``: words of the team's context that suggest a
     symptom it did not answer (symptom → words, matched whole and case-insensitively);
-    ``precedents``: past incidents whose fixes break what the rules leave close."""
+    ``precedents``: past incidents whose fixes break what the rules leave close; ``implied``:
+    answers the team's stack makes likely where it gave none."""
 
     rules: tuple[EvidenceRule, ...] = ()
     keywords: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
     precedents: tuple[Precedent, ...] = ()
+    implied: tuple[Implied, ...] = ()
 
 
 @dataclass(frozen=True)

@@ -13,10 +13,10 @@ import re
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-from advisor.model.catalog import SYMPTOMS, Evidence, EvidenceRule, Question, Strategy
+from advisor.model.catalog import SYMPTOMS, Evidence, EvidenceRule, Implied, Question, Strategy
 from advisor.model.parsed_cache import read_yaml
 from advisor.model.precedents_loader import PRECEDENTS_FILE, load_precedents
-from advisor.model.condition_reader import read_conditions
+from advisor.model.condition_reader import read_conditions, read_when
 from advisor.model.yaml_reader import Reader
 
 _RULE_ID = re.compile(r"^[a-z][a-z0-9]*(-[a-z0-9]+)*$")
@@ -82,12 +82,24 @@ def _keywords(top: Reader, questions: Mapping[str, Question]) -> dict[str, tuple
     return out
 
 
+def _implied(top: Reader, questions: Mapping[str, Question]) -> tuple[Implied, ...]:
+    out = []
+    for i, raw in enumerate(top.items("implied") if top.data.get("implied") is not None else ()):
+        r = Reader(top.path, raw, f"implied[{i}]")
+        r.only("when", "answers", "says")
+        answers = read_conditions(r, "answers", questions)
+        if not answers or any(len(v) != 1 for v in answers.values()):
+            raise r.error("answers", "name each question once, with the one value the stack makes likely")
+        out.append(Implied(read_when(r, questions), {q: v[0] for q, v in answers.items()}, r.text("says")))
+    return tuple(out)
+
+
 def load_evidence(path: Path, questions: Mapping[str, Question], strategies: Sequence[Strategy]) -> Evidence:
     precedents = load_precedents(path.parent / PRECEDENTS_FILE, questions, strategies)
     if not path.exists():
         return Evidence(precedents=precedents)
     top = Reader(path, read_yaml(path))
-    top.only("keywords", "rules")
+    top.only("keywords", "rules", "implied")
     control_ids = list(dict.fromkeys(c.id for s in strategies for c in s.controls))
     rules: list[EvidenceRule] = []
     for i, raw in enumerate(top.items("rules")):
@@ -95,4 +107,4 @@ def load_evidence(path: Path, questions: Mapping[str, Question], strategies: Seq
         if any(other.id == rule.id for other in rules):
             raise Reader(path, raw, f"rules[{i}]").error("id", f"duplicate rule id {rule.id!r}")
         rules.append(rule)
-    return Evidence(tuple(rules), _keywords(top, questions), precedents)
+    return Evidence(tuple(rules), _keywords(top, questions), precedents, _implied(top, questions))

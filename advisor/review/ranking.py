@@ -14,7 +14,8 @@ import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from advisor.model.catalog import MULTIPLE_SEPARATOR, SYMPTOMS, TRIGGER, Catalog, Control, EvidenceRule, Precedent, answer_values
+from advisor.model.catalog import (MULTIPLE_SEPARATOR, SYMPTOMS, TRIGGER, Catalog, Control, EvidenceRule, Precedent,
+                                   answer_values, condition_holds)
 
 
 @dataclass(frozen=True)
@@ -23,10 +24,16 @@ class Seen:
 
     answered: tuple[str, ...] = ()
     inferred: tuple[tuple[str, str], ...] = ()  # (symptom, the context's word) — not answered
+    # (question, value, the answer it comes from) for questions not answered: what the team's
+    # stack makes likely (evidence.yaml, `implied`)
+    implied: tuple[tuple[str, str, str], ...] = ()
 
     @property
     def symptoms(self) -> tuple[str, ...]:
         return self.answered + tuple(s for s, _ in self.inferred)
+
+    def with_implied(self, answers: Mapping[str, str]) -> Mapping[str, str]:
+        return {**answers, **{q: v for q, v, _ in self.implied}} if self.implied else answers
 
 
 @dataclass(frozen=True)
@@ -56,11 +63,19 @@ def symptoms_seen(answers: Mapping[str, str], catalog: Catalog, context: str | N
         word = next((w for w in words if re.search(rf"(?<![\w-]){re.escape(w)}(?![\w-])", text)), None)
         if word is not None:
             inferred.append((symptom, word))
-    return Seen(answered, tuple(inferred))
+    implied: dict[str, tuple[str, str]] = {}
+    for rule in catalog.evidence.implied:
+        if condition_holds(rule.when, answers):
+            basis = ", ".join(f"{q}={answers[q]}" for q in rule.when)
+            for q, v in rule.answers.items():
+                if not answers.get(q) and q not in implied:  # an answer always wins; the first rule too
+                    implied[q] = (v, basis)
+    return Seen(answered, tuple(inferred), tuple((q, v, b) for q, (v, b) in implied.items()))
 
 
-#: A rule that holds only with a symptom the context's words suggest (not answered) counts this
-#: much of its weight: a word is weaker evidence than the team's own answer.
+#: A rule that holds only with a symptom the context's words suggest (not answered), or with an
+#: answer the team's stack makes likely (not given), counts this much of its weight: a word or a
+#: likelihood is weaker evidence than the team's own answer.
 INFERRED_SHARE = 0.5
 
 
@@ -102,7 +117,7 @@ def likelihood(
             continue
         if rule.holds(seen.answered, answers):
             fired.append((rule, rule.weights[control.id]))
-        elif seen.inferred and rule.holds(seen.symptoms, answers):
+        elif (seen.inferred or seen.implied) and rule.holds(seen.symptoms, seen.with_implied(answers)):
             fired.append((rule, rule.weights[control.id] * INFERRED_SHARE))
     fired.sort(key=lambda item: -item[1])
     total = sum(w for w, _ in near)
@@ -166,8 +181,11 @@ def why_ranked(
     # nothing stronger is said: more would be noise.
     shown = found.rules[:1] + tuple((r, w) for r, w in found.rules[1:] if w >= 2 and r.symptoms)[:1]
     parts = []
+    implied = {q: (v, because) for q, v, because in seen.implied}
     for rule, _ in shown:
-        basis = _symptom_words(rule, seen, catalog) + [f"`{q}={answers[q]}`" for q in rule.when]
+        basis = _symptom_words(rule, seen, catalog) + [
+            f"`{q}={answers[q]}`" if answers.get(q) else f"`{q}={implied[q][0]}`, likely with `{implied[q][1]}`"
+            for q in rule.when]
         parts.append(f"{rule.says} ({', '.join(basis)})")
     if found.precedents:
         parts.append(f"the fix in {len(found.precedents)} of the {found.of} past incidents most like"
