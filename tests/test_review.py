@@ -15,6 +15,7 @@ import pytest
 from advisor.errors import AnswersError, OutputExistsError
 from advisor.model.answers import CurrentDesign
 from advisor.model.engine import recommend
+from advisor.model.loader import load_catalog
 from advisor.review.judge import decision_record, judge_current, review
 from advisor.safe_write import write_text_safely
 
@@ -434,8 +435,11 @@ def test_this_week_puts_a_fix_that_needs_unanswered_answers_after_the_sure_ones(
     {"symptoms": "duplicate_effect", "trigger": "retry_after_error", "runner": "airflow", "outputs": "outside_store",
      "work_shape": "record_batch", "duration": "minutes", "engine_owner": "framework"},
 ])  # fmt: skip
-def test_this_week_never_puts_a_fix_nothing_points_at_before_one_the_evidence_points_at(catalog, answers):
-    week = review(answers, catalog, current="idempotent-retry").this_week
+def test_this_week_never_puts_a_fix_nothing_points_at_before_one_the_evidence_points_at(catalog_copy, answers):
+    # The rules alone: with the past incidents' shares nearly every fix may be pointed at, and the
+    # order of the pointed and the quiet ones is what is checked.
+    (catalog_copy / "precedents.yaml").unlink()
+    week = review(answers, load_catalog(catalog_copy), current="idempotent-retry").this_week
     pointed = [i for i, f in enumerate(week) if f.score > 0]
     quiet = [i for i, f in enumerate(week) if f.score <= 0]
     assert pointed and quiet and max(pointed) < min(quiet), [(f.control.id, f.score) for f in week]
