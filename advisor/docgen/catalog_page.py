@@ -59,6 +59,11 @@ def evidence_section(catalog: Catalog) -> list[str]:
     if ev.keywords:
         out += ["", "Words of the team's `context:` that suggest a symptom it did not answer (the record says so):", ""]
         out += [f"- `{sym}`: " + ", ".join(f'"{w}"' for w in words) for sym, words in ev.keywords.items()]
+    if ev.implied:
+        out += ["", "Answers the team's stack makes likely where it gave none (the rules only, at half a rule's",
+                "weight, as a context word; the record says \"likely with …\"):", ""]
+        out += [f"- when {when(i.when)}: " + ", ".join(f"`{q}={v}`" for q, v in i.answers.items()) + f" ({i.says})"
+                for i in ev.implied]
     return out
 
 
