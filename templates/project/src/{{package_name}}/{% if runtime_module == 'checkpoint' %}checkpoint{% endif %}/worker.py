@@ -281,10 +281,12 @@ class Worker:
         """Inside a transaction: which calls of records[offset:end] may already have happened
         (a killed instance prepared them; ``foreign`` if already read), then ours recorded as
         prepared, BEFORE any call."""
+        if foreign is not None:
+            prepared = {seq for seq in foreign if offset <= seq < end}
+        else:
+            prepared = self._foreign_intents(task_id, offset, end) if KEEPS_INTENTS else set()
         if not KEEPS_INTENTS:
-            return {seq for seq in foreign if offset <= seq < end} if foreign is not None else set()
-        prepared = ({seq for seq in foreign if offset <= seq < end} if foreign is not None else
-                    self._foreign_intents(task_id, offset, end))
+            return prepared
         now = time.time()
         self.store.executemany(INSERT_INTENT, [
             (idempotency_key(task_id, str(records[seq].get("record_id"))), task_id, seq, self.instance_id, now)
