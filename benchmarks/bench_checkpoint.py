@@ -120,8 +120,10 @@ def run_raw(m, data_dir: Path, records: list[dict], batch_size: int, work_ms: fl
     path = data_dir / "raw.db"
     setup = sqlite3.connect(path, isolation_level=None)
     setup.execute("PRAGMA journal_mode = WAL")
+    # The project's results table, with its layout (one b-tree by key, since 2026-12-03): only the
+    # progress tracking differs between the sides.
     setup.execute("CREATE TABLE results (task_id TEXT, seq INTEGER, record_id TEXT, output TEXT, created_at REAL,"
-                  " PRIMARY KEY (task_id, seq))")
+                  " PRIMARY KEY (task_id, seq)) WITHOUT ROWID")
     setup.close()
     if ready is not None:  # the WAL count: its holder opens here, after the table, before the loop
         ready(path)

@@ -49,7 +49,7 @@ CREATE TABLE results (
     output     TEXT        NOT NULL,       -- JSON
     created_at DOUBLE PRECISION NOT NULL,
     PRIMARY KEY (task_id, seq)
-);
+) WITHOUT ROWID;
 
 -- External calls: 'prepared' is committed BEFORE the call, and the row is deleted by the
 -- batch's checkpoint (its committed offset now says "done"; earlier versions kept the row

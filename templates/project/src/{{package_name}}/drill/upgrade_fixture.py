@@ -202,7 +202,7 @@ def _load_tables(doc: dict[str, Any], ctx: Context, where: str) -> None:
     store = connect(ctx.data_dir, ctx.settings, create=True)
     try:
         with store.transaction():
-            for statement in split_sql(doc.get("schema_sql") or ""):  # that release's schema.sql
+            for statement in split_sql(doc.get("schema_sql") or "", store.dialect):  # that release's schema.sql
                 store.execute(statement)
         library = getattr(ctx.strategy, "open_events", None)  # a library's own tables (the event store's)
         if library is not None:
@@ -213,7 +213,7 @@ def _load_tables(doc: dict[str, Any], ctx: Context, where: str) -> None:
                 if table not in doc.get("ddl", {}):
                     raise JobError(f"upgrade fixture: no SQL creates table {table} (neither its schema.sql nor "
                                    "its ddl)")
-                for statement in split_sql(doc["ddl"][table]):
+                for statement in split_sql(doc["ddl"][table], store.dialect):
                     store.execute(statement)
         with store.transaction():
             for table, part in doc["tables"].items():

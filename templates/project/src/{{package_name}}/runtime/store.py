@@ -28,6 +28,7 @@ wrong (corrupt, unreadable, too new, a bad URL or password) raises a plain
 from __future__ import annotations
 
 import os
+import re
 import sqlite3
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -329,7 +330,7 @@ def apply_schema(store: Store, schema_sql: str, version: int, migrations: Mappin
         _lock_schema(store)
         exists = _has_table(store, "schema_version")
         if not exists:
-            for statement in split_sql(schema_sql):
+            for statement in split_sql(schema_sql, store.dialect):
                 store.execute(statement)
             return version
         row = store.one("SELECT version FROM schema_version")
@@ -347,7 +348,7 @@ def apply_schema(store: Store, schema_sql: str, version: int, migrations: Mappin
             if row and int(row["version"]) > current:  # another worker migrated meanwhile
                 current = int(row["version"])
                 continue
-            for statement in split_sql(step):
+            for statement in split_sql(step, store.dialect):
                 store.execute(statement)
             store.execute("UPDATE schema_version SET version = ?", (current + 1,))
         current += 1
@@ -376,7 +377,16 @@ def _has_table(store: Store, name: str) -> bool:
     return store.one(sql, (name,)) is not None
 
 
-def split_sql(script: str) -> list[str]:
-    """Statements of a schema file: ``--`` comments dropped, split on ``;``."""
+#: The one SQLite-only clause a schema file may use: a table kept as one b-tree ordered by its
+#: primary key (no rowid, no separate index of the key). PostgreSQL has no such clause.
+SQLITE_ONLY = re.compile(r"\)\s*WITHOUT\s+ROWID\s*$", re.IGNORECASE)
+
+
+def split_sql(script: str, dialect: str = "sqlite") -> list[str]:
+    """Statements of a schema file: ``--`` comments dropped, split on ``;``; on PostgreSQL
+    without SQLite's ``WITHOUT ROWID`` (the same table otherwise)."""
     lines = [line.split("--", 1)[0] for line in script.splitlines()]
-    return [s.strip() for s in "\n".join(lines).split(";") if s.strip()]
+    statements = [s.strip() for s in "\n".join(lines).split(";") if s.strip()]
+    if dialect == "postgresql":
+        statements = [SQLITE_ONLY.sub(")", s) for s in statements]
+    return statements
