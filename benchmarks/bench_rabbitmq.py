@@ -203,6 +203,8 @@ def main() -> int:
     for name, per, count, prefetch, work_ms, pair in rows:
         print(f"{name:>18} {work_ms:>7g} {per:>11} {count:>8} {prefetch:>8} {pair.row()}  "
               + targets.at_least(f"{name}, {work_ms:g} ms/record: ours / plain pika consumer", pair.ratio(), TARGET))
+        if pair.by_order():
+            print(f"{'':>18} rounds by which side went first: {pair.by_order()}")
     return targets.exit_code()
 
 

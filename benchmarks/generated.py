@@ -87,6 +87,16 @@ class Pair:
     def ratio(self) -> float:
         return statistics.median(self.ratios)
 
+    def by_order(self) -> str:
+        """The rounds' median ratio by which side went first: a difference says the order, not
+        the sides, moves the figure (then an even number of rounds keeps it balanced)."""
+        first = [r for i, r in enumerate(self.ratios) if i % 2 == 0]
+        second = [r for i, r in enumerate(self.ratios) if i % 2 == 1]
+        if not second:
+            return ""
+        return (f"ours first {statistics.median(first):.3f} ({len(first)} rounds), "
+                f"baseline first {statistics.median(second):.3f} ({len(second)})")
+
     def row(self) -> str:
         """ours/s, base/s (medians), ratio (median of rounds) and the rounds' range."""
         r = sorted(self.ratios)
