@@ -99,6 +99,7 @@ def review_section() -> list[str]:
     if not FIGURES.exists():
         return []
     recorded: dict[str, Any] = yaml.safe_load(FIGURES.read_text(encoding="utf-8"))
+    rounds_given_up = len(recorded.get("blind_rounds", [])) - 1  # the last round's part is held out
     lines = [
         "",
         "## The review: is the real fix the first finding?",
@@ -113,11 +114,8 @@ def review_section() -> list[str]:
         "whether the review's decision is (it knows the current design too, and keeps a category that fits:",
         "within two points of the top pick, or with no answer against it), and the record's length.",
         "",
-        "Two parts, kept apart. The **tuned** part (`tests/calibration/review_tuned.yaml`, round 1's",
-        "held-out rows in `tests/calibration/review_tuned_2.yaml`, round 2's in",
-        "`tests/calibration/review_tuned_3.yaml`, round 3's in `tests/calibration/review_tuned_4.yaml`, round 4's in",
-        "`tests/calibration/review_tuned_5.yaml`, round 5's in `tests/calibration/review_tuned_6.yaml`, round 6's in `tests/calibration/review_tuned_7.yaml`, round 7's in `tests/calibration/review_tuned_8.yaml`, round 8's in `tests/calibration/review_tuned_9.yaml`, round 9's in `tests/calibration/review_tuned_10.yaml`, round 10's in `tests/calibration/review_tuned_11.yaml`, round 11's in `tests/calibration/review_tuned_12.yaml`, round 12's in `tests/calibration/review_tuned_13.yaml`, round 13's in `tests/calibration/review_tuned_14.yaml`, round 14's in `tests/calibration/review_tuned_15.yaml`, round 15's in `tests/calibration/review_tuned_16.yaml`, round 16's in `tests/calibration/review_tuned_17.yaml`, round 17's in `tests/calibration/review_tuned_18.yaml`, round 18's in `tests/calibration/review_tuned_19.yaml`, and the",
-        "older cases of",
+        "Two parts, kept apart. The **tuned** part (`tests/calibration/review_tuned.yaml`: round 1's rows;",
+        f"`tests/calibration/review_tuned_N.yaml`, N = 2 to {rounds_given_up + 1}: round N - 1's held-out rows; and the older cases of",
         "`tests/test_review_incidents.py`) is what the ranking rules (`strategies/evidence.yaml`) were",
         "written with in view, so its figures say little beyond \"the rules do what they were written to",
         "do\". The **held-out** part (`tests/calibration/heldout/incidents.yaml`) was written by someone who",
@@ -160,8 +158,21 @@ def review_section() -> list[str]:
     ]
     lines += blind_rounds_table(recorded.get("blind_rounds", []))
     if recorded.get("note"):
-        lines += ["", "How each round went, and what it changed:", "", str(recorded["note"]).strip()]
+        lines += ["", "How each round went, and what it changed (a paragraph a round):", ""]
+        for paragraph in by_round(str(recorded["note"])):
+            lines += [paragraph, ""]
+        lines.pop()
     return lines
+
+
+#: Where the history's next round begins: "Round 7 gave round 6's rows up ..." (or, early on,
+#: "Round 2 read those rows ...").
+ROUND_STARTS = re.compile(r" (?=Round \d+ (?:gave|read) )")
+
+
+def by_round(note: str) -> list[str]:
+    """The recorded history (one text in review_figures.yaml) as a paragraph per round."""
+    return [part.strip() for part in ROUND_STARTS.split(" ".join(note.split())) if part.strip()]
 
 
 def _decisions(figures: dict[str, Any]) -> str:
@@ -191,8 +202,16 @@ def blind_rounds_table(rounds: list[dict[str, Any]]) -> list[str]:
     rows, picks = sum(r["rows"] for r in rounds), sum(r["picks_accepted"] for r in rounds)
     lines.append(f"| all {len(rounds)} | {rows} ({n}) | {first} of {n} ({first / n:.0%}) | {two} of {n} ({two / n:.0%})"
                  f" | {picks} of {rows} | |")
+    met = first >= TARGET_FIRST * n and two >= TARGET_FIRST_TWO * n
+    lines += ["", f"The target the review is held to: the real fix first in {TARGET_FIRST:.0%} of held-out incidents and among the"
+              f" first two in {TARGET_FIRST_TWO:.0%}. Over the {len(rounds)} rounds: {first / n:.0%} and {two / n:.0%},"
+              f" {'met' if met else 'not met'}."]
     notes = [f"Round {r['round']}: {r['note']}" for r in rounds if r.get("note")]
     return lines + (["", " ".join(notes)] if notes else [])
+
+
+#: The review's target on held-out incidents: 8 of 10 first, 9 of 10 among the first two.
+TARGET_FIRST, TARGET_FIRST_TWO = 0.8, 0.9
 
 
 def main(argv: list[str]) -> int:
