@@ -78,14 +78,25 @@ def problems(observed: dict[str, Any]) -> list[str]:
     return found
 
 
+#: Statements that write: outside a transaction, SQLite commits each one when it ends.
+WRITES = frozenset({"INSERT", "UPDATE", "DELETE", "REPLACE", "CREATE", "DROP", "ALTER"})
+
+
+def commits_by_itself(sql: str) -> bool:
+    """A write that, run outside a transaction, is its own commit (autocommit)."""
+    words = sql.split(None, 1)
+    return bool(words) and words[0].upper() in WRITES
+
+
 # ------------------------------------------------------------------ the probe
 class Probe:
     """Installed once per worker process in drill mode; see the module docstring."""
 
     def __init__(self, report_dir: Path, state_db_name: str) -> None:
         self.path = report_dir / f"{os.getpid()}.json"
-        #: There while a state-store COMMIT runs: a worker killed with it there may have died between
-        #: writing its commit and syncing it, before the commit returned (power_loss.py reads it).
+        #: There while a state-store commit runs (a COMMIT, or a write outside a transaction, which
+        #: commits by itself): a worker killed with it there may have died between writing its commit
+        #: and syncing it, before the commit returned (power_loss.py reads it).
         self.in_commit = report_dir / f"{os.getpid()}{IN_COMMIT}"
         self.state_db_name = state_db_name
         self.started_ns = time.time_ns()
@@ -166,11 +177,20 @@ class Probe:
                                   "journal_mode": self.journal_mode})
 
             def execute(self, sql: str, *params: Any) -> Any:  # type: ignore[override]
-                if sql[:6].upper() != "COMMIT":
+                # store.py commits with an explicit COMMIT; a write outside a transaction (the
+                # plain kind's call ledger writes so: durable before the call) commits by itself.
+                if sql[:6].upper() != "COMMIT" and (self.in_transaction or not commits_by_itself(sql)):
                     return super().execute(sql, *params)
-                self._committing()  # store.py commits with an explicit COMMIT
+                self._committing()
                 with probe.committing_now():
                     return super().execute(sql, *params)
+
+            def executemany(self, sql: str, *params: Any) -> Any:  # type: ignore[override]
+                if self.in_transaction or not commits_by_itself(sql):
+                    return super().executemany(sql, *params)
+                self._committing()
+                with probe.committing_now():
+                    return super().executemany(sql, *params)
 
             def commit(self) -> None:  # the eventsourcing library commits with commit()
                 self._committing()
