@@ -82,8 +82,8 @@ def problems(observed: dict[str, Any]) -> list[str]:
 WRITES = frozenset({"INSERT", "UPDATE", "DELETE", "REPLACE", "CREATE", "DROP", "ALTER"})
 
 
-def commits_by_itself(sql: str) -> bool:
-    """A write that, run outside a transaction, is its own commit (autocommit)."""
+def writes(sql: str) -> bool:
+    """A statement that writes (outside a transaction, in autocommit, its own commit)."""
     words = sql.split(None, 1)
     return bool(words) and words[0].upper() in WRITES
 
@@ -176,17 +176,22 @@ class Probe:
                 probe.saw_sqlite({"synchronous": SYNCHRONOUS_NAMES.get(int(level), str(level)),
                                   "journal_mode": self.journal_mode})
 
+            def commits_by_itself(self, sql: str) -> bool:
+                # Autocommit (isolation_level None, as store.py connects): a write outside BEGIN ...
+                # COMMIT is committed when it ends. (Otherwise the sqlite3 module opens a transaction.)
+                return self.isolation_level is None and not self.in_transaction and writes(sql)
+
             def execute(self, sql: str, *params: Any) -> Any:  # type: ignore[override]
                 # store.py commits with an explicit COMMIT; a write outside a transaction (the
                 # plain kind's call ledger writes so: durable before the call) commits by itself.
-                if sql[:6].upper() != "COMMIT" and (self.in_transaction or not commits_by_itself(sql)):
+                if sql[:6].upper() != "COMMIT" and not self.commits_by_itself(sql):
                     return super().execute(sql, *params)
                 self._committing()
                 with probe.committing_now():
                     return super().execute(sql, *params)
 
             def executemany(self, sql: str, *params: Any) -> Any:  # type: ignore[override]
-                if self.in_transaction or not commits_by_itself(sql):
+                if not self.commits_by_itself(sql):
                     return super().executemany(sql, *params)
                 self._committing()
                 with probe.committing_now():
