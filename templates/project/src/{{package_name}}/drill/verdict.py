@@ -226,7 +226,8 @@ def check_payloads(applied: list[tuple[str, str, Any]], oracle: dict[str, Any], 
 def check_run(report: dict[str, Any], *, promise: int, redone_example: str | None,
               failed_task: dict[str, Any] | None, log_path: str, resent: int | None = None) -> list[Failure]:
     """``resent`` (plain, at least once): the re-sends of calls in doubt, which bound the
-    redone calls instead of ``promise`` per kill."""
+    redone calls besides ``promise`` per kill (a job that counts every call it repeats as
+    "in doubt" still may not repeat more than the unit in flight per kill)."""
     found: list[Failure] = []
     if report["incomplete_records"]:
         why = f"; task {failed_task['task_id']} failed: {failed_task['error']}" if failed_task else ""
@@ -240,17 +241,20 @@ def check_run(report: dict[str, Any], *, promise: int, redone_example: str | Non
                                                     "kills landed (the run ended first, or the worker had already "
                                                     f"exited){where}; use more --records or a larger --work-ms"))
     restarts = report["kills_landed"] + report.get("store_outages_ridden", 0)
-    allowed = promise * restarts if resent is None else resent
-    if report["redone_calls"] > allowed:
+    per_kill = promise * restarts
+    if report["redone_calls"] > min(per_kill, resent if resent is not None else per_kill):
         e_g = f", e.g. key {redone_example}" if redone_example else ""
         ridden = (f" and {report['store_outages_ridden']} store outage(s) ridden out"
                   if report.get("store_outages_ridden") else "")
+        unit = (f"the {report['strategy']} strategy promises at most {promise} per kill or outage"
+                + (" (a call in doubt is looked up or held, not re-sent)" if not promise else ""))
+        if resent is not None and report["redone_calls"] > resent:
+            unit = f"only the {resent} calls re-sent in doubt may be"
+        elif resent is not None:  # counted in doubt, yet more than one unit per kill: progress went back
+            unit += (" (the calls of the unit in flight; more means a restart began before its last"
+                     " recovery point)")
         found.append(failure("redone_calls", f"{report['redone_calls']} calls were sent again after "
-                                             f"{report['kills_landed']} kills{ridden}{e_g}; " + (
-                                                 f"only the {resent} calls re-sent in doubt may be" if resent is not None
-                                                 else f"the {report['strategy']} strategy promises at most {promise} "
-                                                      "per kill or outage" + (" (a call in doubt is looked up or held, not "
-                                                                    "re-sent)" if not promise else ""))))
+                                             f"{report['kills_landed']} kills{ridden}{e_g}; {unit}"))
     for code in report["worker_failures"]:
         found.append(failure("worker_failures", f"a worker exited with code {code} (see {log_path})"))
     for n, g in enumerate(report["graceful_exits"], 1):

@@ -84,10 +84,11 @@ COUNT_BY_STATUS = "SELECT status, COUNT(*) AS n, SUM(sends) AS sends FROM effect
 
 def promise(strategy_unit: int) -> int:
     """A strategy's REDONE_CALLS_PER_KILL under this kind: the calls of one uncommitted
-    unit (``strategy_unit``) re-sent with their keys for an idempotent service; none for
-    the others (looked up, or in doubt: the drill bounds at-least-once re-sends by the
-    calls in doubt instead)."""
-    return strategy_unit if KIND == "idempotent" else 0
+    unit (``strategy_unit``), re-sent with their keys to an idempotent service, or re-sent
+    in doubt by a plain kind's at-least-once policy; none for the others (looked up, or
+    held in doubt). A re-send beyond the unit in flight means the recovery point went back
+    further than the last commit (the drill also bounds at-least-once by the calls in doubt)."""
+    return strategy_unit if KIND == "idempotent" or (KIND == "plain" and POLICY == "at-least-once") else 0
 
 
 def promise_text() -> str:

@@ -48,8 +48,8 @@ talk to the strategy only through the package named by ``settings.RUNTIME_MODULE
     the promise the drill holds the strategy to: how many external calls one kill
     may make twice. ``effects.promise(unit)``: the calls of one uncommitted unit
     (a batch, a task, a step) when the service is idempotent (re-sent with their
-    keys), 0 for the other kinds (a call in doubt is looked up, or held; plain
-    at-least-once re-sends are bounded by the calls in doubt instead: effects.py).
+    keys) or a plain call is re-sent in doubt (at least once; the drill bounds those
+    by the calls in doubt too), 0 for the other kinds (looked up, or held: effects.py).
 ``stored_results(ctx) -> list[tuple[str, Any]] | None`` (read-only)
     every result the run stored, as ``(record_id, result)`` pairs, one per stored
     row (a record stored twice appears twice); ``None`` when the strategy keeps
