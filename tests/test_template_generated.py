@@ -70,6 +70,13 @@ OPTION_SETS = {
     "state-machine-plain-at-least-once": ("state-machine", {"project_name": "Sm Webhook Job",
                                                             "effect_kind": "plain",
                                                             "plain_policy": "at-least-once"}),
+    # A plain call beside a file checkpoint: its ledger is a database next to the files.
+    "checkpoint-file-plain-at-least-once": ("checkpoint", {"project_name": "Ck File Smtp Job",
+                                                           "checkpoint_store": "file", "effect_kind": "plain",
+                                                           "plain_policy": "at-least-once"}),
+    "checkpoint-table-plain-at-least-once": ("checkpoint", {"project_name": "Ck Table Smtp Job",
+                                                            "effect_kind": "plain",
+                                                            "plain_policy": "at-least-once"}),
 }
 
 
@@ -87,7 +94,16 @@ STRATEGIES = set(STRATEGY_MODE)
 #: The variants in make test: one per kind of call besides the default, and the tuned settings
 #: of the strategy with the most of them (the rest of them run in make soak).
 VARIANTS_IN_MAKE_TEST = {"checkpoint-queryable", "idempotent-retry-plain-at-most-once",
-                         "state-machine-plain-at-least-once", "event-sourcing-tuned"}
+                         "state-machine-plain-at-least-once", "event-sourcing-tuned",
+                         "checkpoint-file-plain-at-least-once"}
+#: A variant's further drills in make test (file, test): where its option set changes what the
+#: others test.
+VARIANT_EXTRA = {
+    # The upgrade fixture of a file checkpoint must carry the plain call's ledger (a database
+    # beside the files): without it a continued run re-sends calls nobody counted in doubt.
+    "checkpoint-file-plain-at-least-once": ("tests/test_upgrade.py",
+                                            "test_a_store_saved_by_this_code_is_continued_with_nothing_lost"),
+}
 IN_MAKE_TEST = {REFERENCE} | STRATEGIES | VARIANTS_IN_MAKE_TEST
 #: The tests of what a strategy or its answers decide: the call's kind and the strategy's own
 #: tests (those files that exist in the project). The tests every project shares (the drill's
@@ -107,7 +123,9 @@ def selection(option_set: str, dest: Path) -> list[str]:
     own = [f for f in OWN_FILES if (dest / f).is_file()]
     if option_set in STRATEGIES:
         return [*own, *STRATEGY_FILES, *leaving_out_drills_but((STRATEGY_MODE[option_set],))]
-    return [*own, *leaving_out_drills_but(VARIANT_DRILLS[:1])]
+    extra = VARIANT_EXTRA.get(option_set)
+    files, kept = ([extra[0]], (extra[1],)) if extra else ([], ())
+    return [*own, *files, *leaving_out_drills_but((*VARIANT_DRILLS[:1], *kept))]
 
 
 @contextmanager
@@ -210,6 +228,7 @@ def test_every_named_test_exists_in_the_template() -> None:
     assert {n for n in named if not any(d.startswith(n) for d in defined)} == set()
     assert set(OPTION_SETS) >= STRATEGIES | {REFERENCE}
     assert set(STRATEGY_MODE.values()) <= set(STRATEGY_DRILLS)
+    assert {test for _, test in VARIANT_EXTRA.values()} <= set(DRILLS) and set(VARIANT_EXTRA) <= VARIANTS_IN_MAKE_TEST
     modes = list(STRATEGY_MODE.values())
     assert all(modes.count(mode) >= 1 for mode in STRATEGY_DRILLS), "a drill mode no strategy runs in make test"
 

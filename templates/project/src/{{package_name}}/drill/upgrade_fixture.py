@@ -27,7 +27,7 @@ from .. import job
 from ..runtime.errors import CorruptStateError, JobError
 from ..runtime.external import EXTERNAL_DB, ExternalService
 from ..runtime.safe_read import read_json
-from ..runtime.store import Store, connect, split_sql
+from ..runtime.store import STATE_DB, Store, connect, split_sql
 from ..runtime.strategy import Context
 from ..settings import EFFECT_KIND, PACKAGE
 from . import oracle
@@ -105,13 +105,16 @@ def dump(ctx: Context, records: list[dict[str, Any]], *, schema_sql: str | None,
         doc["files"] = {name: _encode(text, where) for name, text in files.items()}
         first = json.loads(next(iter(files.values()), "{}"))  # the input file: its format's version
         doc["schema_version"] = int(first.get("version", 1)) if isinstance(first, dict) else 1
+        if (ctx.data_dir / STATE_DB).is_file():  # a plain call's ledger, kept in a database beside the files
+            store = connect(ctx.data_dir, ctx.settings)
+            try:
+                doc.update(_dump_store(store, where))
+            finally:
+                store.close()
     else:
         store = connect(ctx.data_dir, ctx.settings)
         try:
-            doc["tables"] = {t: _dump_rows(store.execute(f"SELECT * FROM {t}"), t, where) for t in _tables(store)}
-            if store.dialect == "sqlite":  # tables the runtime creates on first use (the call ledger): their SQL
-                doc["ddl"] = {str(r["name"]): str(r["sql"]) for r in store.all(
-                    "SELECT name, sql FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%'")}
+            doc.update(_dump_store(store, where))
             doc["schema_version"] = int((store.one("SELECT version FROM schema_version") or {"version": 0})["version"])
         finally:
             store.close()
@@ -123,6 +126,17 @@ def dump(ctx: Context, records: list[dict[str, Any]], *, schema_sql: str | None,
     finally:
         external.close()
     return doc
+
+
+def _dump_store(store: Store, where: str) -> dict[str, Any]:
+    """Every table's rows and, on SQLite, the SQL of each (tables the runtime creates on first
+    use, such as the call ledger, are in no schema.sql)."""
+    found: dict[str, Any] = {"tables": {t: _dump_rows(store.execute(f"SELECT * FROM {t}"), t, where)
+                                        for t in _tables(store)}}
+    if store.dialect == "sqlite":
+        found["ddl"] = {str(r["name"]): str(r["sql"]) for r in store.all(
+            "SELECT name, sql FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%'")}
+    return found
 
 
 def write(doc: dict[str, Any], path: Path) -> None:
@@ -183,7 +197,7 @@ def load(doc: dict[str, Any], ctx: Context) -> list[dict[str, Any]]:
             if "/" in name or name.startswith("."):
                 raise JobError(f"upgrade fixture names a file outside the data directory: {name!r}")
             (ctx.data_dir / name).write_text(_decode(text, where), encoding="utf-8")
-    else:
+    if "tables" in doc:  # the state database, or (beside files) a plain call's ledger
         _load_tables(doc, ctx, where)
     service = ExternalService(ctx.data_dir)  # the current service's tables, then what was applied
     service.close()
