@@ -94,10 +94,19 @@ class Nemesis:
         if not alive:
             return None
         slot = alive[event.get("slot", 0) % len(alive)]
+        moment = event.get("moment", "anywhere")
+        if moment == "recovering":
+            # The worker started last (in a killed one's place), once it is up and calls flow again:
+            # its recovery (lookups, re-sent calls, the claim's first batch) is under way.
+            slot = max(alive, key=lambda s: self.pool.spawned_at[s])
+            if self.pool.wait_ready(slot):
+                self.progress.await_call()
+            time.sleep(event.get("delay_ms", 0) / 1000)
         if event["kind"] == "sigkill":
-            moment = event.get("moment", "anywhere")
             if moment == "anywhere":
                 time.sleep(event.get("delay_ms", 0) / 1000)  # anywhere in a batch, not on a boundary
+            elif moment == "recovering":
+                pass  # waited for above
             elif moment == "after-effect":
                 self.progress.await_effect()  # between a call and the commit that records it
             else:

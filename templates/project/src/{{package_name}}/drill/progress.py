@@ -17,6 +17,7 @@ from ..runtime.external import EXTERNAL_DB
 
 POLL_S = 0.002           # how often the drill samples progress (recovery time resolution)
 COMMIT_WAIT_MAX_S = 0.5  # a worker that applies or commits nothing meanwhile is killed anyway
+RECOVERY_WAIT_S = 2.0    # a kill aimed at a recovery waits this long at most for its first call
 
 
 class Progress:
@@ -29,6 +30,19 @@ class Progress:
     def applied(self) -> int:
         # Effects are only ever inserted, so MAX(rowid) is their count, in O(1).
         return int(self.conn.execute("SELECT COALESCE(MAX(rowid), 0) FROM effects").fetchone()[0])
+
+    def calls(self) -> int:
+        # Calls (applied, refused, looked up) are only ever inserted: MAX(rowid) counts them.
+        return int(self.conn.execute("SELECT COALESCE(MAX(rowid), 0) FROM calls").fetchone()[0])
+
+    def await_call(self) -> None:
+        """Return as soon as the service logs a new call of any kind (a lookup, a re-send, a
+        refused one): after a restart, the new worker's recovery has begun. At most
+        RECOVERY_WAIT_S (a worker that recovers without calling is killed anyway)."""
+        deadline = time.monotonic() + RECOVERY_WAIT_S
+        last = self.calls()
+        while time.monotonic() < deadline and self.calls() == last:
+            time.sleep(POLL_S / 4)
 
     def await_effect(self) -> None:
         """Return as soon as a new effect is applied: the worker's call got through and its

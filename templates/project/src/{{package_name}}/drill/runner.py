@@ -201,8 +201,10 @@ class Drill:
                 self.settling = done  # the store is back: the next kill waits until work moved again
             event = self.timed[0] if self.timed else None
             if event is not None and not self.nemesis.busy and done >= self.marks[event["n"]] and not (
-                    event["kind"] in KILLS and (self.tally.pending or done <= self.settling)):
-                # a kill waits for the last restart's recovery, and for work after an outage
+                    event["kind"] in KILLS and ((self.tally.pending and event.get("moment") != "recovering")
+                                                or done <= self.settling)):
+                # a kill waits for the last restart's recovery (unless it is aimed at that recovery),
+                # and for work after an outage
                 outcome = self.nemesis.inject(event, done)
                 if outcome is not None:
                     self.timed.pop(0)

@@ -20,9 +20,14 @@ the point; ``window``+``pass`` (``--aim``: die the pass-th time WINDOW is passed
 ``point`` (``--sweep``: die at the point-th persistence point, runtime/faults.py).
 The other fields, by kind:
 
-    sigkill          moment: anywhere | after-effect | after-commit, delay_ms, slot
-                     (timed), or window+pass / point (armed)
-    sigterm          slot                        (every kill a SIGTERM with --sigterm)
+    sigkill          moment: anywhere | after-effect | after-commit | recovering, delay_ms,
+                     slot (timed), or window+pass / point (armed)
+    sigterm          slot, moment: recovering (optional) (every kill a SIGTERM with --sigterm)
+
+A ``recovering`` kill follows a SIGKILL: it lands on the worker started in the killed one's
+place while that worker recovers (once it is ready and the service sees calls again), so
+the recovery itself is crashed, or asked to stop, before it is done (a deploy landing on a
+crash loop): its own intents, lookups and releases must be as safe as the work's.
     other-host       slot: SIGTERM that worker, start its successor with another host id
     service-fail     calls: the service refuses the next N calls (not applied)
     service-timeout  calls: the service applies the next N calls, then times out
@@ -89,6 +94,10 @@ RESUBMIT_SHARE = 0.05
 #: An aimed kill lands the N-th time the worker passes its window, N in 1..AIM_SPREAD.
 AIM_SPREAD = 3
 MOMENTS = ("anywhere", "after-effect", "after-commit")
+#: Of a default drill's timed kills, one in this many (at least one from 3 kills on) follows a
+#: SIGKILL and lands while its successor recovers (moment "recovering"). Drawn with a random
+#: generator of its own: the other events of a seed stay as they were.
+RECOVERING_EVERY = 3
 
 
 @dataclass
@@ -200,6 +209,8 @@ def plan(strategy: Any, settings: Any, *, seed: int, records: int, kills: int, w
     usable = [k for k in wanted if k not in skipped]
     events: list[dict[str, Any]] = []
     events += _kills(rng, usable, kills, sigterm_only, aims, aim_spread(strategy, settings, records, kills))
+    if getattr(strategy, "KILLS_IN_RECOVERY", True):
+        _in_recovery(events, random.Random(f"{seed}:recovering"), [k for k in ("sigterm", "sigkill") if k in usable])
     for kind in ("other-host", "service-fail", "service-timeout", "resubmit-same", "resubmit-new",
                  "store-outage", "key-reuse"):
         if kind in usable:
@@ -248,6 +259,33 @@ def _kills(rng: random.Random, usable: list[str], kills: int, sigterm_only: bool
     return found
 
 
+def _in_recovery(kills: list[dict[str, Any]], rng: random.Random, usable: list[str]) -> None:
+    """Turn some timed kills into kills of a recovering successor: each chosen one moves to just
+    after a SIGKILL (its ``at``), where the runner lets it land before that restart recovers;
+    ``usable``: the kill kinds the run may use."""
+    timed = sorted((e for e in kills if "at" in e), key=lambda e: e["at"])
+    wanted = max(1, len(timed) // RECOVERING_EVERY) if len(timed) >= 3 else 0
+    # A kill can follow a SIGKILL that is not itself a recovering kill's predecessor or one.
+    candidates = [i for i in range(1, len(timed)) if timed[i - 1]["kind"] == "sigkill"]
+    chosen: list[int] = []
+    for i in rng.sample(candidates, len(candidates)):
+        if len(chosen) < wanted and all(abs(i - j) > 1 for j in chosen):
+            chosen.append(i)
+    # SIGTERM and SIGKILL in turn, from a drawn first: a deploy landing on a worker still
+    # recovering from a crash, and a second crash before the first was recovered from.
+    turns = ["sigterm", "sigkill"] if rng.random() < 0.5 else ["sigkill", "sigterm"]
+    turns = [kind for kind in turns if kind in usable] or ["sigkill"]
+    for k, i in enumerate(sorted(chosen)):
+        event = timed[i]
+        # The crash before it lands just after a call got through, before the commit that records
+        # it: the successor has calls in doubt to recover, not only a clean batch boundary.
+        timed[i - 1]["moment"] = "after-effect"
+        event["at"] = round(timed[i - 1]["at"] + 0.0001, 4)
+        event["kind"] = turns[k % len(turns)]
+        event["moment"] = "recovering"
+        event["delay_ms"] = round(rng.uniform(0, 5), 2)  # early in the recovery: its first batch
+
+
 def _timed(rng: random.Random, kind: str, records: int, settings: Any) -> dict[str, Any]:
     count = max(1, round(records * RESUBMIT_SHARE))
     if kind in ("service-fail", "service-timeout"):
@@ -279,6 +317,7 @@ def describe(event: dict[str, Any]) -> str:
              "resubmit-same": lambda e: f"{e['count']} record(s) under the same correlation id",
              "resubmit-new": lambda e: f"{e['count']} done record(s) under a new correlation id",
              "store-outage": lambda e: f"write lock held until the workers stalled {e['hold_s']} s",
-             "sigkill": lambda e: e.get("moment", "") if "at" in e else ""}.get(event["kind"])
+             "sigkill": lambda e: e.get("moment", "") if "at" in e else "",
+             "sigterm": lambda e: e.get("moment", "")}.get(event["kind"])
     detail = extra(event) if extra else ""
     return f"#{event['n']} {event['kind']} {where}" + (f": {detail}" if detail else "")

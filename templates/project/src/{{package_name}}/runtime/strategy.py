@@ -83,6 +83,9 @@ knows job.py and the input only.
 ``stored_history(ctx) -> dict`` (optional, read-only)
     the history the strategy keeps (transitions, event streams, positions), in the shape
     drill/checks/history.py documents; the drill checks it is complete and in order.
+``KILLS_IN_RECOVERY: bool`` (optional, default True)
+    whether the drill's default schedule kills some restarted workers while they recover
+    (drill/schedule.py); False where a recovery makes no call for seconds (a JVM start).
 ``drill_report(ctx) -> dict`` (optional)
     the strategy's own figures, added to the drill report (a queue input: messages
     ``redelivered``, ``deduped``, ``rejected``, ``queue_left``).

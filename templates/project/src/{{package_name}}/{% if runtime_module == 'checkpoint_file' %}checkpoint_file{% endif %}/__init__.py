@@ -181,9 +181,11 @@ def _work(ctx: Context, shutdown: Shutdown, limit: int | None, payload: dict[str
             if shutdown.requested or time.monotonic() - started >= settings.checkpoint_interval_s:
                 break                                   # safe point / time trigger
         offset += len(outputs)                          # 3. results + offset: one atomic write
-        # Cut short by the service: the rest of the range stays prepared (a call that timed out
-        # may have got through), so whoever sends it next treats it as maybe made.
-        state.update(offset=offset, prepared=[offset, end] if unavailable is not None else None,
+        # Cut short, what may have got through stays prepared, so whoever sends it next treats it as
+        # maybe made: the rest of the range when the service kept failing (a call that timed out),
+        # and a killed run's calls this run has not reached yet (stopped while it recovers).
+        high = max([end if unavailable is not None else offset, *(seq + 1 for seq in suspect if seq >= offset)])
+        state.update(offset=offset, prepared=[offset, high] if high > offset else None,
                      written_at=time.time(),
                      job_state=functools.reduce(job.fold, outputs, state["job_state"]))  # job.py's fold
         save_checkpoint(ctx.data_dir, state)

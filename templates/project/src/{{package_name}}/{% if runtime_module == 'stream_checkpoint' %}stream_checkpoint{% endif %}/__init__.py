@@ -74,6 +74,10 @@ DRILL_SKIPS = {
                      "under one id is tested by test_submit.py",
 }
 
+#: No timed kill aimed at a recovery (drill/schedule.py): the driver's recovery is a JVM start
+#: that makes no call for seconds, so such a kill would only land in Spark's start again.
+KILLS_IN_RECOVERY = False
+
 #: run() prints its own line (records, micro-batches, replays skipped): cli.py's summary is not added.
 PRINTS_RUN_SUMMARY = True
 #: The drill lines the README, `drill --help` and the printed next step all show (one set of numbers):
