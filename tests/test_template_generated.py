@@ -77,6 +77,8 @@ OPTION_SETS = {
     "checkpoint-table-plain-at-least-once": ("checkpoint", {"project_name": "Ck Table Smtp Job",
                                                             "effect_kind": "plain",
                                                             "plain_policy": "at-least-once"}),
+    "event-sourcing-plain-at-most-once": ("event-sourcing", {"project_name": "Es Smtp Job", "effect_kind": "plain",
+                                                             "plain_policy": "at-most-once"}),
 }
 
 

@@ -105,11 +105,9 @@ class Nemesis:
         if event["kind"] == "sigkill":
             if moment == "anywhere":
                 time.sleep(event.get("delay_ms", 0) / 1000)  # anywhere in a batch, not on a boundary
-            elif moment == "recovering":
-                pass  # waited for above
             elif moment == "after-effect":
                 self.progress.await_effect()  # between a call and the commit that records it
-            else:
+            elif moment == "after-commit":
                 self.progress.await_commit(give_up_at=int(COMMIT_AIM_UNTIL * self.expected()))
             outcome = self.pool.sigkill(slot, event, self.progress.applied())
         else:

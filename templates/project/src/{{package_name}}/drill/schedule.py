@@ -24,10 +24,6 @@ The other fields, by kind:
                      slot (timed), or window+pass / point (armed)
     sigterm          slot, moment: recovering (optional) (every kill a SIGTERM with --sigterm)
 
-A ``recovering`` kill follows a SIGKILL: it lands on the worker started in the killed one's
-place while that worker recovers (once it is ready and the service sees calls again), so
-the recovery itself is crashed, or asked to stop, before it is done (a deploy landing on a
-crash loop): its own intents, lookups and releases must be as safe as the work's.
     other-host       slot: SIGTERM that worker, start its successor with another host id
     service-fail     calls: the service refuses the next N calls (not applied)
     service-timeout  calls: the service applies the next N calls, then times out
@@ -43,6 +39,10 @@ crash loop): its own intents, lookups and releases must be as safe as the work's
                      was not fsynced (LazyFS)
 
 ``slot`` picks the victim among the workers alive at that moment (``slot % alive``).
+A ``recovering`` kill follows a SIGKILL: it lands on the worker started in the killed one's
+place while that worker recovers (once it is ready and the service sees calls again), so
+the recovery itself is crashed, or asked to stop, before it is done (a deploy landing on a
+crash loop): its own intents, lookups and releases must be as safe as the work's.
 """
 
 from __future__ import annotations
@@ -265,7 +265,8 @@ def _in_recovery(kills: list[dict[str, Any]], rng: random.Random, usable: list[s
     ``usable``: the kill kinds the run may use."""
     timed = sorted((e for e in kills if "at" in e), key=lambda e: e["at"])
     wanted = max(1, len(timed) // RECOVERING_EVERY) if len(timed) >= 3 else 0
-    # A kill can follow a SIGKILL that is not itself a recovering kill's predecessor or one.
+    # Only a kill right after a SIGKILL, and never next to another chosen one: a predecessor is
+    # never a recovering kill itself.
     candidates = [i for i in range(1, len(timed)) if timed[i - 1]["kind"] == "sigkill"]
     chosen: list[int] = []
     for i in rng.sample(candidates, len(candidates)):

@@ -17,6 +17,7 @@ from eventsourcing.application import AggregateNotFoundError, project_aggregate
 from eventsourcing.persistence import RecordConflictError
 
 from .. import settings as settings_module
+from ..runtime import effects
 from ..runtime.errors import BadRecord, JobError
 from ..runtime.strategy import Context
 from .domain import stream_id
@@ -141,21 +142,25 @@ def _cmd_charge(args: argparse.Namespace, ctx: Context) -> int:
     recorded = ("a repeat of key " + repr(key) + ": the first result above, nothing new recorded"
                 if result.get("replayed") else
                 f"recorded: payment {args.record_id!r} on account {args.account!r} (key {key!r}), result above")
-    sent = ("the external charge was already sent (once)" if _charge_sent(ctx, key) else
+    sent = ("the external charge was already sent (once)" if _charge_sent(ctx, key, args.record_id) else
             f"NOT sent yet: the external charge goes out at the next `python -m {settings_module.PACKAGE} run`")
     print(f"{recorded}; {sent}.", file=sys.stderr)
     return 0
 
 
-def _charge_sent(ctx: Context, key: str) -> bool:
-    """Whether the external service has applied the charge of this key (read-only: no call is logged)."""
+def _charge_sent(ctx: Context, key: str, record_id: str) -> bool:
+    """Whether the external service has applied the charge of this key (read-only: no call is logged).
+    A plain service keeps no key: there, the payment's record id is what it saw."""
     path = ctx.external_dir / "external.db"
     if not path.is_file():
         return False
     conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
     try:
-        row = conn.execute("SELECT 1 FROM effects WHERE idempotency_key = ? OR substr(idempotency_key, 1, ?) = ?",
-                           (key, len(key) + 1, key + "/")).fetchone()  # the key, or the key of one of its steps
+        if effects.KIND == "plain":
+            row = conn.execute("SELECT 1 FROM effects WHERE record_id = ?", (record_id,)).fetchone()
+        else:  # the key, or the key of one of its steps
+            row = conn.execute("SELECT 1 FROM effects WHERE idempotency_key = ? OR substr(idempotency_key, 1, ?) = ?",
+                               (key, len(key) + 1, key + "/")).fetchone()
         return row is not None
     except sqlite3.Error:
         return False
