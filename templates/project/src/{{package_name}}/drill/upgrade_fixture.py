@@ -99,26 +99,23 @@ def dump(ctx: Context, records: list[dict[str, Any]], *, schema_sql: str | None,
     strategy, where = ctx.strategy, str(ctx.data_dir)
     doc: dict[str, Any] = {"format": FORMAT, "strategy": strategy.NAME, "effect_kind": EFFECT_KIND,
                            "made_by": made_by, "records": records, "job_digest": job_digest(records)}
-    if getattr(strategy, "STATE_STORE", "database") == "files":
+    in_files = getattr(strategy, "STATE_STORE", "database") == "files"
+    if in_files:
         files = {name: (ctx.data_dir / name).read_text(encoding="utf-8") for name in strategy.STATE_FILES
                  if (ctx.data_dir / name).is_file()}
         doc["files"] = {name: _encode(text, where) for name, text in files.items()}
         first = json.loads(next(iter(files.values()), "{}"))  # the input file: its format's version
         doc["schema_version"] = int(first.get("version", 1)) if isinstance(first, dict) else 1
-        if (ctx.data_dir / STATE_DB).is_file():  # a plain call's ledger, kept in a database beside the files
-            store = connect(ctx.data_dir, ctx.settings)
-            try:
-                doc.update(_dump_store(store, where))
-            finally:
-                store.close()
-    else:
+    if not in_files or (ctx.data_dir / STATE_DB).is_file():  # beside files: a plain call's ledger
         store = connect(ctx.data_dir, ctx.settings)
         try:
             doc.update(_dump_store(store, where))
-            doc["schema_version"] = int((store.one("SELECT version FROM schema_version") or {"version": 0})["version"])
+            if not in_files:
+                doc["schema_version"] = int((store.one("SELECT version FROM schema_version")
+                                             or {"version": 0})["version"])
+                doc["schema_sql"] = schema_sql
         finally:
             store.close()
-        doc["schema_sql"] = schema_sql
     external = sqlite3.connect(ctx.data_dir / EXTERNAL_DB)
     try:
         doc["external"] = {t: _dump_rows(external.execute(f"SELECT * FROM {t} ORDER BY rowid"), t, where)

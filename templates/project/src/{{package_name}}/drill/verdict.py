@@ -241,8 +241,8 @@ def check_run(report: dict[str, Any], *, promise: int, redone_example: str | Non
                                                     "kills landed (the run ended first, or the worker had already "
                                                     f"exited){where}; use more --records or a larger --work-ms"))
     restarts = report["kills_landed"] + report.get("store_outages_ridden", 0)
-    per_kill = promise * restarts
-    if report["redone_calls"] > min(per_kill, resent if resent is not None else per_kill):
+    allowed = promise * restarts if resent is None else min(promise * restarts, resent)
+    if report["redone_calls"] > allowed:
         e_g = f", e.g. key {redone_example}" if redone_example else ""
         ridden = (f" and {report['store_outages_ridden']} store outage(s) ridden out"
                   if report.get("store_outages_ridden") else "")
