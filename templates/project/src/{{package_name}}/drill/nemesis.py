@@ -42,6 +42,8 @@ class Nemesis:
         #: The last submission that queued work, as (time.monotonic(), records): work queued while
         #: the workers were on their way out waits for the job's next run (runner.py starts one).
         self.last_queued: tuple[float, int] | None = None
+        #: The effects applied when the last outage ended: a worker may rebuild what it keeps then.
+        self.done_at_outage_end = 0
 
     # ------------------------------------------------------------------ dispatch
     def inject(self, event: dict[str, Any], done: int) -> dict[str, Any] | None:
@@ -73,7 +75,7 @@ class Nemesis:
             return False
         outage.conn.execute("ROLLBACK")
         outage.conn.close()
-        self._outage = None
+        self._outage, self.done_at_outage_end = None, done
         self.history.add("fault", event=outage.event["n"], kind=outage.event["kind"], phase="end", done=done,
                          held_s=round(now - outage.began, 3))
         return True
@@ -160,9 +162,16 @@ class Nemesis:
         except JobError:
             return None  # the store is busy or away: later
         finished = {rid for rid, _ in stored}
-        chunk = [r for r in self.records if str(r["record_id"]) in finished][:event["count"]]
+        chunk = [r for r in self.records if str(r["record_id"]) in finished]
+        if event.get("latest"):
+            # Only records done since the newest worker started (and since the store came back):
+            # answered by a worker that did them itself, or saw them done after it started.
+            since = max(max(self.pool.done_at_spawn), self.done_at_outage_end)
+            by_id = {str(r["record_id"]): r for r in chunk}
+            chunk = [by_id[rid] for rid in self.progress.latest_records(since) if rid in by_id]
+        chunk = chunk[:event["count"]]
         if not chunk:
-            return None  # nothing done yet
+            return None  # nothing done yet (since the newest worker started): later
         return self._submit(event, chunk, f"drill-resubmit-{event['n']}", done, same=False)
 
     def _submit(self, event: dict[str, Any], chunk: list[dict[str, Any]], correlation_id: str | None, done: int,

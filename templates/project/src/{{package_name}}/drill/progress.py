@@ -35,6 +35,12 @@ class Progress:
         # Calls (applied, refused, looked up) are only ever inserted: MAX(rowid) counts them.
         return int(self.conn.execute("SELECT COALESCE(MAX(rowid), 0) FROM calls").fetchone()[0])
 
+    def latest_records(self, since: int = 0) -> list[str]:
+        """The record ids of the effects applied after the first ``since``, the newest first, each once."""
+        rows = self.conn.execute("SELECT record_id FROM effects WHERE rowid > ? ORDER BY rowid DESC",
+                                 (since,)).fetchall()
+        return list(dict.fromkeys(str(rid) for (rid,) in rows))
+
     def await_call(self) -> None:
         """Return as soon as the service logs a new call of any kind (a lookup, a re-send, a
         refused one): after a restart, the new worker's recovery has begun. At most

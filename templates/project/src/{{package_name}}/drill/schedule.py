@@ -29,7 +29,8 @@ The other fields, by kind:
     service-timeout  calls: the service applies the next N calls, then times out
     resubmit-same    first, count: input[first:first+count] submitted again under the
                      input's correlation id (or, queue input, published again)
-    resubmit-new     count: that many records already done, under a new correlation id
+    resubmit-new     count: that many records already done, under a new correlation id;
+                     latest (optional): the records done last (else the first done)
     store-outage     hold_s: the state store's write lock held until no effect was applied
                      for that long (SQLite; the workers waited past busy_timeout)
     key-reuse        an idempotency key of a done record, with a different request
@@ -98,6 +99,15 @@ MOMENTS = ("anywhere", "after-effect", "after-commit")
 #: SIGKILL and lands while its successor recovers (moment "recovering"). Drawn with a random
 #: generator of its own: the other events of a seed stay as they were.
 RECOVERING_EVERY = 3
+#: With kills and ``resubmit-new`` in a run, one more resubmission lands soon after every other
+#: timed event (this span of the expected effects after the last), carrying the records done
+#: last: a client retrying what it has just sent, answered by the very worker that did it. A
+#: dedupe that only knows what was done before the worker started (a cache loaded at start, or
+#: when the store came back) lets it through; a resubmission answered after a restart or an
+#: outage never shows that. Early enough that work is still queued when it comes (queued after
+#: the work ran out, the next run would answer it). Drawn with a generator of its own, like
+#: RECOVERING_EVERY.
+LATE_RESUBMIT_AFTER = (0.02, 0.05)
 
 
 @dataclass
@@ -217,6 +227,8 @@ def plan(strategy: Any, settings: Any, *, seed: int, records: int, kills: int, w
             events += [_timed(rng, kind, records, settings) for _ in range(PER_RUN[kind])]
     if "redelivery" in usable:
         events += [{"kind": "redelivery", "window": "after_commit_before_ack", "pass": rng.randint(1, AIM_SPREAD)}]
+    if "resubmit-new" in usable and any(e["kind"] in ("sigkill", "sigterm") for e in events):
+        events.append(_late_resubmission(events, random.Random(f"{seed}:late"), records))
     events = sorted(events, key=lambda e: (e.get("at", 2.0), e["kind"]))  # armed ones last, in their order
     schedule = Schedule(strategy=getattr(strategy, "NAME", "?"), seed=seed, records=records, workers=workers,
                         hosts=hosts, work_ms=work_ms, fail_rate=fail_rate, kills=kills, kinds=usable,
@@ -287,6 +299,13 @@ def _in_recovery(kills: list[dict[str, Any]], rng: random.Random, usable: list[s
         event["delay_ms"] = round(rng.uniform(0, 5), 2)  # early in the recovery: its first batch
 
 
+def _late_resubmission(events: list[dict[str, Any]], rng: random.Random, records: int) -> dict[str, Any]:
+    """The resubmission of the records done last, just after every other timed event (LATE_RESUBMIT_AFTER)."""
+    last = max((e["at"] for e in events if "at" in e), default=EARLIEST)
+    return {"kind": "resubmit-new", "at": round(min(last + rng.uniform(*LATE_RESUBMIT_AFTER), 0.95), 4),
+            "count": min(max(1, round(records * RESUBMIT_SHARE)), records), "latest": True}
+
+
 def _timed(rng: random.Random, kind: str, records: int, settings: Any) -> dict[str, Any]:
     count = max(1, round(records * RESUBMIT_SHARE))
     if kind in ("service-fail", "service-timeout"):
@@ -316,7 +335,8 @@ def describe(event: dict[str, Any]) -> str:
     extra = {"service-fail": lambda e: f"{e['calls']} call(s) refused",
              "service-timeout": lambda e: f"{e['calls']} call(s) applied, then timed out",
              "resubmit-same": lambda e: f"{e['count']} record(s) under the same correlation id",
-             "resubmit-new": lambda e: f"{e['count']} done record(s) under a new correlation id",
+             "resubmit-new": lambda e: f"{e['count']} done record(s) under a new correlation id"
+                                       + (" (the latest done)" if e.get("latest") else ""),
              "store-outage": lambda e: f"write lock held until the workers stalled {e['hold_s']} s",
              "sigkill": lambda e: e.get("moment", "") if "at" in e else "",
              "sigterm": lambda e: e.get("moment", "")}.get(event["kind"])
