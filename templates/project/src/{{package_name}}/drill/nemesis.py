@@ -177,6 +177,7 @@ class Nemesis:
     def _submit(self, event: dict[str, Any], chunk: list[dict[str, Any]], correlation_id: str | None, done: int,
                 *, same: bool) -> dict[str, Any] | None:
         message = None
+        calls_before = self.progress.calls()  # what the service was asked before the records came again
         try:
             answer = submission.queue(self.ctx, chunk, correlation_id=correlation_id, work_ms=self.work_ms)
             outcome = "added" if answer.added else "repeat"
@@ -186,8 +187,10 @@ class Nemesis:
             return None  # not an answer: the store is away (an outage); later
         except JobError as exc:
             outcome, message = "refused", str(exc)
+        done_again = {} if same else {"record_ids": [str(r["record_id"]) for r in chunk], "calls_before": calls_before}
         self.history.add("submit", event=event["n"], correlation_id=correlation_id, records=len(chunk),
-                         first=str(chunk[0]["record_id"]), same=same, outcome=outcome, message=message, done=done)
+                         first=str(chunk[0]["record_id"]), same=same, outcome=outcome, message=message, done=done,
+                         **done_again)
         return {"outcome": outcome}
 
     # ---------------------------------------------------------------- the store

@@ -289,6 +289,21 @@ def applied_effects(data_dir: Path) -> list[tuple[str, str, Any]]:
     return [(r, s, json.loads(p) if p is not None else None) for r, s, p in rows]
 
 
+def calls_sent_after(data_dir: Path, after: int, record_ids: list[str]) -> list[str]:
+    """The records, of ``record_ids``, that the service was asked to apply (not refused) after
+    its ``after``-th call: one entry per call, in call order (the drill's resubmission check)."""
+    if not record_ids:
+        return []
+    conn = sqlite3.connect(Path(data_dir) / EXTERNAL_DB)
+    try:
+        wanted = set(record_ids)
+        rows = conn.execute("SELECT record_id FROM calls WHERE rowid > ? AND kind = 'apply' AND outcome != 'failed'"
+                            " ORDER BY rowid", (after,)).fetchall()
+    finally:
+        conn.close()
+    return [rid for (rid,) in rows if rid in wanted]
+
+
 def a_redone_call(data_dir: Path) -> str | None:
     """One idempotency key (or keyless record/step) that was sent more than once, for messages."""
     conn = sqlite3.connect(Path(data_dir) / EXTERNAL_DB)

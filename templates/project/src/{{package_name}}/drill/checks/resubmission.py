@@ -7,7 +7,8 @@ resubmissions and their answers, the reused keys), never how a fault was made.
   answered as a repeat (the first submission's tasks, nothing queued); records already
   done, under a new correlation id, must be answered as the strategy promises
   (``RESUBMITTED_RECORD``: ``refused``, or ``deduped``: queued, and then neither applied
-  nor stored twice, which the effects and results checks hold it to).
+  nor stored twice, which the effects and results checks hold it to, and not sent to the
+  service again: ``sent_again``, the calls asked for them after they came again).
 * ``key_reuse``: an idempotency key sent again with a different request must be refused.
 """
 
@@ -31,6 +32,12 @@ def check(report: dict[str, Any], strategy: Any) -> list[dict[str, str]]:
             found.append(_failure("resubmission", f"{n} record(s) of the input submitted again under its correlation "
                                                   f"id {cid} were {outcome}{said}; a repeat must be answered with the "
                                                   "first submission's tasks and queue nothing"))
+        elif not r["same"] and promised == "deduped" and r.get("sent_again"):
+            found.append(_failure("resubmission", f"{n} record(s) already done, submitted again under the new "
+                                                  f"correlation id {cid}, were sent to the service again "
+                                                  f"({r['sent_again']} call(s), e.g. record {r['sent_again_example']}); "
+                                                  "their business key must make the new tasks no-ops, whichever "
+                                                  "worker runs them and whenever it started"))
         elif not r["same"] and outcome != {"refused": "refused", "deduped": "added"}.get(promised, outcome):
             found.append(_failure("resubmission", f"{n} record(s) already done, submitted again under the new "
                                                   f"correlation id {cid}, were {outcome}{said}; the "
