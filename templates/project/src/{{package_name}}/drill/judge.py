@@ -16,7 +16,7 @@ from typing import Any
 from .. import job
 from .. import settings as settings_module
 from ..runtime import effects
-from ..runtime.external import a_redone_call, applied_effects
+from ..runtime.external import a_redone_call, applied_effects, redone_by_process
 from ..runtime.strategy import Context
 from ..runtime.strategy import load as load_strategy
 from ..settings import Settings
@@ -121,7 +121,8 @@ def judge(ctx: Context, settings: Settings, data_dir: Path, report: dict[str, An
     failures += verdict.check_run(report, promise=strategy.REDONE_CALLS_PER_KILL,
                                   redone_example=a_redone_call(data_dir) if report["redone_calls"] else None,
                                   failed_task=failed_task, log_path=str(data_dir / "drill-workers.log"),
-                                  resent=report["possible_duplicates"] if policy == "at-least-once" else None)
+                                  resent=report["possible_duplicates"] if policy == "at-least-once" else None,
+                                  redone_by_worker=redone_by_process(data_dir) if report["workers"] == 1 else None)
     report["durability"] = observed_durability(ctx, data_dir, seen)
     failures += verdict.check_durability(report["durability"])
     failures += resubmission.check(report, strategy)  # what only the fault schedule can show

@@ -224,10 +224,15 @@ def check_payloads(applied: list[tuple[str, str, Any]], oracle: dict[str, Any], 
 
 # --------------------------------------------------------------- the run itself
 def check_run(report: dict[str, Any], *, promise: int, redone_example: str | None,
-              failed_task: dict[str, Any] | None, log_path: str, resent: int | None = None) -> list[Failure]:
+              failed_task: dict[str, Any] | None, log_path: str, resent: int | None = None,
+              redone_by_worker: dict[int, int] | None = None) -> list[Failure]:
     """``resent`` (plain, at least once): the re-sends of calls in doubt, which bound the
     redone calls besides ``promise`` per kill (a job that counts every call it repeats as
-    "in doubt" still may not repeat more than the unit in flight per kill)."""
+    "in doubt" still may not repeat more than the unit in flight per kill).
+    ``redone_by_worker`` (one worker at a time: each process follows one kill, or starts the
+    run): the redone calls by the process that sent them, each held to ``promise`` per kill
+    or outage on its own, so a restart that goes back further than its last recovery point is
+    not hidden by kills that cost nothing (a kill just after a commit)."""
     found: list[Failure] = []
     if report["incomplete_records"]:
         why = f"; task {failed_task['task_id']} failed: {failed_task['error']}" if failed_task else ""
@@ -242,8 +247,8 @@ def check_run(report: dict[str, Any], *, promise: int, redone_example: str | Non
                                                     f"exited){where}; use more --records or a larger --work-ms"))
     restarts = report["kills_landed"] + report.get("store_outages_ridden", 0)
     allowed = promise * restarts if resent is None else min(promise * restarts, resent)
+    e_g = f", e.g. key {redone_example}" if redone_example else ""
     if report["redone_calls"] > allowed:
-        e_g = f", e.g. key {redone_example}" if redone_example else ""
         ridden = (f" and {report['store_outages_ridden']} store outage(s) ridden out"
                   if report.get("store_outages_ridden") else "")
         unit = (f"the {report['strategy']} strategy promises at most {promise} per kill or outage"
@@ -255,6 +260,18 @@ def check_run(report: dict[str, Any], *, promise: int, redone_example: str | Non
                      " recovery point)")
         found.append(failure("redone_calls", f"{report['redone_calls']} calls were sent again after "
                                              f"{report['kills_landed']} kills{ridden}{e_g}; {unit}"))
+    elif promise and redone_by_worker:
+        # One worker process follows one kill (or starts the run); a store outage it rides out
+        # restarts its unit in flight too.
+        per_process = promise * (1 + report.get("store_outages_ridden", 0))
+        pid, most = max(redone_by_worker.items(), key=lambda item: item[1])
+        if most > per_process:
+            found.append(failure("redone_calls", f"the worker with pid {pid} sent {most} calls again after one "
+                                                 f"kill (all {report['kills_landed']} kills: "
+                                                 f"{report['redone_calls']}){e_g}; the "
+                                                 f"{report['strategy']} strategy promises at most {per_process} "
+                                                 "per kill or outage: the unit in flight (more means a restart "
+                                                 "began before its last recovery point)"))
     for code in report["worker_failures"]:
         found.append(failure("worker_failures", f"a worker exited with code {code} (see {log_path})"))
     for n, g in enumerate(report["graceful_exits"], 1):

@@ -289,6 +289,33 @@ def applied_effects(data_dir: Path) -> list[tuple[str, str, Any]]:
     return [(r, s, json.loads(p) if p is not None else None) for r, s, p in rows]
 
 
+def redone_by_process(data_dir: Path) -> dict[int, int]:
+    """The redone calls (apply calls repeating an earlier key, less the re-sends a timeout
+    allows: as verify() counts them) by the process that sent them."""
+    conn = sqlite3.connect(Path(data_dir) / EXTERNAL_DB)
+    try:
+        rows = conn.execute("SELECT COALESCE(idempotency_key, record_id || '/' || step), outcome, pid FROM calls"
+                            " WHERE kind = 'apply' AND outcome != 'failed' ORDER BY rowid").fetchall()
+    finally:
+        conn.close()
+    seen: set[str] = set()
+    excuses: dict[str, int] = {}  # timeouts of each key not yet followed by their one re-send
+    redone: dict[str, list[int]] = {}  # the senders of each key's redone calls
+    for key, outcome, pid in rows:
+        if key in seen and excuses.get(key, 0):
+            excuses[key] -= 1  # the re-send a timeout allows
+        elif key in seen:
+            redone.setdefault(key, []).append(pid)
+        seen.add(key)
+        excuses[key] = excuses.get(key, 0) + (outcome == "timeout")
+    found: dict[int, int] = {}
+    for key, pids in redone.items():
+        # A timeout no re-send followed excuses the key's latest redone call (verify's count).
+        for pid in pids[:max(0, len(pids) - excuses.get(key, 0))]:
+            found[pid] = found.get(pid, 0) + 1
+    return found
+
+
 def calls_sent_after(data_dir: Path, after: int, record_ids: list[str]) -> list[str]:
     """The records, of ``record_ids``, that the service was asked to apply (not refused) after
     its ``after``-th call: one entry per call, in call order (the drill's resubmission check)."""
