@@ -130,9 +130,11 @@ class Ledger:
     def set(self, row: dict[str, Any], status: str, *, sends: int | None = None, doubt: bool = False,
             resolved: bool = False) -> None:
         now = time.time()
+        # A new doubt is an open one, even about a call a person had answered before (a re-send
+        # of a call marked not applied, killed while it was out): reconcile must list it again.
         row.update(status=status, sends=row["sends"] if sends is None else sends,
                    doubt_at=now if doubt else row.get("doubt_at"),
-                   resolved_at=now if resolved else row.get("resolved_at"))
+                   resolved_at=None if doubt else now if resolved else row.get("resolved_at"))
         self.store.execute(SET_STATUS, (row["status"], row["sends"], row["doubt_at"], row["resolved_at"],
                                         row["call_key"]))
 
