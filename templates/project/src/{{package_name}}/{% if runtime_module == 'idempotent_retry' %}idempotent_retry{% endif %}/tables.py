@@ -33,8 +33,16 @@ COUNT_TASKS = "SELECT COUNT(*) AS n FROM tasks"
 # Running tasks: their holder may be dead (kill -9) and the task must be re-run.
 SELECT_RUNNING = "SELECT task_id, version, owner, instance_id, updated_at FROM tasks WHERE status = 'running'"
 
+# The next pending task whose business key no running task holds: the same record submitted
+# twice (two correlation ids) must not run on two workers at once, where neither would find the
+# other's dedupe record yet and both would call (a queryable or plain service applies both). It
+# waits until the running one is done (then its dedupe record makes it a no-op) or taken over.
+# SQLite serializes claims, so two can never pass this check together; on PostgreSQL two claims
+# in flight at the same moment still can (READ COMMITTED), a narrower window than before.
 SELECT_NEXT_PENDING = """
-SELECT task_id, version FROM tasks WHERE status = 'pending' ORDER BY task_id LIMIT 1"""
+SELECT t.task_id, t.version FROM tasks t WHERE t.status = 'pending'
+AND NOT EXISTS (SELECT 1 FROM tasks r WHERE r.status = 'running' AND r.business_key = t.business_key)
+ORDER BY t.task_id LIMIT 1"""
 
 # Optimistic claim: of two workers that read the same version, exactly one changes the row.
 CLAIM_TASK = """
