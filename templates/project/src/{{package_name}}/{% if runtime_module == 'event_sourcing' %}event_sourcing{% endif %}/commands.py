@@ -169,11 +169,26 @@ def _charge_sent(ctx: Context, key: str, record_id: str) -> bool:
 
 
 # ------------------------------------------------------- the drill's key reuse
+def _other_requests(record: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
+    """Requests that differ from ``record``: one value changed (a field other than its id), and
+    one field added."""
+    found = []
+    field = next((name for name in sorted(record) if name != "record_id"), None)
+    if field is not None:
+        value = record[field]
+        changed = (value + 1 if isinstance(value, (int, float)) and not isinstance(value, bool)
+                   else f"{value}-changed" if isinstance(value, str) else "changed")
+        found.append((f"{field} changed", {**record, field: changed}))
+    found.append(("a field added", {**record, "drill_changed": True}))
+    return found
+
+
 def reuse_key(ctx: Context) -> dict[str, Any] | None:
     """The drill's key-reuse fault (drill/schedule.py): the idempotency key of a payment already
-    recorded, sent again with a different request (the same record with one field added).
-    It must be refused (IdempotencyConflict). Nothing is saved whatever the answer, so the
-    probe itself changes nothing; None when no payment is recorded yet."""
+    recorded, sent again with different requests: the same record with one value changed (the
+    same fields: a request told apart by its field names only would pass it), then with one
+    field added. Each must be refused (IdempotencyConflict). Nothing is saved whatever the
+    answer, so the probe itself changes nothing; None when no payment is recorded yet."""
     store = open_store(ctx)
     app = open_events(ctx)
     try:
@@ -184,13 +199,19 @@ def reuse_key(ctx: Context) -> dict[str, Any] | None:
         record = json.loads(row["record"])
         key = payment_key(row["task_id"], record)
         task = load_task(app, row["task_id"], total=0)
-        try:
-            result, _ = charge(app, task, int(row["seq"]), {**record, "drill_changed": True}, key)
-        except IdempotencyConflict as exc:
-            return {"key": key, "outcome": "refused", "message": str(exc)}
-        except BadRecord as exc:
-            return {"key": key, "outcome": "refused", "message": f"refused as a bad record: {exc}"}
-        return {"key": key, "outcome": "accepted", "message": f"answered {json.dumps(result, sort_keys=True)[:200]}"}
+        refusals = []
+        for change, request in _other_requests(record):
+            try:
+                result, _ = charge(app, task, int(row["seq"]), request, key)
+            except IdempotencyConflict as exc:
+                refusals.append(f"{change}: {exc}")
+                continue
+            except BadRecord as exc:
+                refusals.append(f"{change}: refused as a bad record: {exc}")
+                continue
+            return {"key": key, "outcome": "accepted",
+                    "message": f"{change}: answered {json.dumps(result, sort_keys=True)[:200]}"}
+        return {"key": key, "outcome": "refused", "message": "; ".join(refusals)}
     finally:
         app.close()
         store.close()
