@@ -44,6 +44,8 @@ class Nemesis:
         self.last_queued: tuple[float, int] | None = None
         #: The effects applied when the last outage ended: a worker may rebuild what it keeps then.
         self.done_at_outage_end = 0
+        #: The service's calls when the last burst of refusals was scheduled (after-refusal stops).
+        self.calls_at_refusals = 0
 
     # ------------------------------------------------------------------ dispatch
     def inject(self, event: dict[str, Any], done: int) -> dict[str, Any] | None:
@@ -104,6 +106,10 @@ class Nemesis:
             if self.pool.wait_ready(slot):
                 self.progress.await_call()
             time.sleep(event.get("delay_ms", 0) / 1000)
+        elif moment == "after-refusal":
+            # The worker whose call the service just refused: it waits to retry when the stop comes.
+            pid = self.progress.await_refusal(since=self.calls_at_refusals)
+            slot = next((s for s in alive if self.pool.procs[s].pid == pid), slot)  # type: ignore[union-attr]
         if event["kind"] == "sigkill":
             if moment == "anywhere":
                 time.sleep(event.get("delay_ms", 0) / 1000)  # anywhere in a batch, not on a boundary
@@ -129,6 +135,8 @@ class Nemesis:
         try:
             if not service.faults_settled():
                 return None  # the last burst is still being taken: later
+            if counts.get("fail"):
+                self.calls_at_refusals = self.progress.calls()  # before: the first refusal can be at once
             service.schedule_faults(**counts)
         finally:
             service.close()

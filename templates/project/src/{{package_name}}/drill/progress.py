@@ -41,6 +41,19 @@ class Progress:
                                  (since,)).fetchall()
         return list(dict.fromkeys(str(rid) for (rid,) in rows))
 
+    def await_refusal(self, since: int) -> int | None:
+        """Return as soon as the service has refused a call after its ``since``-th: the pid of the
+        worker that made it, now waiting to retry; None after RECOVERY_WAIT_S without one."""
+        deadline = time.monotonic() + RECOVERY_WAIT_S
+        last = since
+        while time.monotonic() < deadline:
+            row = self.conn.execute("SELECT pid FROM calls WHERE rowid > ? AND outcome = 'failed' ORDER BY rowid"
+                                    " LIMIT 1", (last,)).fetchone()
+            if row is not None:
+                return int(row[0])
+            time.sleep(POLL_S / 4)
+        return None
+
     def await_call(self) -> None:
         """Return as soon as the service logs a new call of any kind (a lookup, a re-send, a
         refused one): after a restart, the new worker's recovery has begun. At most

@@ -22,7 +22,8 @@ The other fields, by kind:
 
     sigkill          moment: anywhere | after-effect | after-commit | recovering, delay_ms,
                      slot (timed), or window+pass / point (armed)
-    sigterm          slot, moment: recovering (optional) (every kill a SIGTERM with --sigterm)
+    sigterm          slot, moment: recovering | after-refusal (optional) (every kill a SIGTERM
+                     with --sigterm)
 
     other-host       slot: SIGTERM that worker, start its successor with another host id
     service-fail     calls: the service refuses the next N calls (not applied)
@@ -40,6 +41,9 @@ The other fields, by kind:
                      was not fsynced (LazyFS)
 
 ``slot`` picks the victim among the workers alive at that moment (``slot % alive``).
+An ``after-refusal`` SIGTERM follows a ``service-fail``: it lands on the worker whose call the
+service has just refused, while that worker waits to retry (a deploy during an outage of the
+service): it must hand its work back, not fail it, and exit 0 in time.
 A ``recovering`` kill follows a SIGKILL: it lands on the worker started in the killed one's
 place while that worker recovers (once it is ready and the service sees calls again), so
 the recovery itself is crashed, or asked to stop, before it is done (a deploy landing on a
@@ -99,6 +103,10 @@ MOMENTS = ("anywhere", "after-effect", "after-commit")
 #: SIGKILL and lands while its successor recovers (moment "recovering"). Drawn with a random
 #: generator of its own: the other events of a seed stay as they were.
 RECOVERING_EVERY = 3
+#: With SIGTERMs and service refusals in a run, one SIGTERM lands just after the first burst of
+#: refusals (moment "after-refusal"), while the refused worker waits to retry. Drawn with a
+#: generator of its own, like RECOVERING_EVERY.
+REFUSAL_STOPS = 1
 #: With kills and ``resubmit-new`` in a run, one more resubmission lands soon after every other
 #: timed event (this span of the expected effects after the last), carrying the records done
 #: last: a client retrying what it has just sent, answered by the very worker that did it. A
@@ -225,6 +233,7 @@ def plan(strategy: Any, settings: Any, *, seed: int, records: int, kills: int, w
                  "store-outage", "key-reuse"):
         if kind in usable:
             events += [_timed(rng, kind, records, settings) for _ in range(PER_RUN[kind])]
+    _after_refusal(events, random.Random(f"{seed}:refusal"), usable)
     if "redelivery" in usable:
         events += [{"kind": "redelivery", "window": "after_commit_before_ack", "pass": rng.randint(1, AIM_SPREAD)}]
     if "resubmit-new" in usable and any(e["kind"] in ("sigkill", "sigterm") for e in events):
@@ -297,6 +306,27 @@ def _in_recovery(kills: list[dict[str, Any]], rng: random.Random, usable: list[s
         event["kind"] = turns[k % len(turns)]
         event["moment"] = "recovering"
         event["delay_ms"] = round(rng.uniform(0, 5), 2)  # early in the recovery: its first batch
+
+
+def _after_refusal(events: list[dict[str, Any]], rng: random.Random, usable: list[str]) -> None:
+    """Move REFUSAL_STOPS timed SIGTERMs (none aimed at a recovery) to just after the first
+    service-fail burst, moment "after-refusal"."""
+    fails = sorted((e for e in events if e["kind"] == "service-fail"), key=lambda e: e["at"])
+    stops = [e for e in events if e["kind"] == "sigterm" and "at" in e and "moment" not in e]
+    if not stops and "sigterm" in usable:  # every SIGTERM went to a recovery: a free SIGKILL becomes one
+        followed = {round(e["at"] - 0.0001, 4) for e in events if e.get("moment") == "recovering"}
+        stops = [e for e in events if e["kind"] == "sigkill" and "at" in e
+                 and e.get("moment") != "recovering" and e["at"] not in followed][:1]
+        for event in stops:
+            event["kind"] = "sigterm"
+            event.pop("delay_ms", None)
+    if not fails or not stops:
+        return
+    # The longest burst: the stop finds the worker still retrying (its waits grow), not done.
+    fails[0]["calls"] = SERVICE_CALLS[1]
+    for event in rng.sample(stops, min(REFUSAL_STOPS, len(stops))):
+        event["at"] = round(fails[0]["at"] + 0.0001, 4)
+        event["moment"] = "after-refusal"
 
 
 def _late_resubmission(events: list[dict[str, Any]], rng: random.Random, records: int) -> dict[str, Any]:
