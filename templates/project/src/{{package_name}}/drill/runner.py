@@ -30,6 +30,7 @@ from ..runtime.external import ExternalService, verify
 from ..runtime.store import STATE_DB, connect, is_postgresql, workload_held
 from ..runtime.strategy import Context
 from . import schedule as schedule_module
+from .crashed_submit import crash_a_submit
 from .durability import Probe
 from .history import History
 from .judge import INPUT_FILE, ORACLE_CLOCK_SHIFT_S, PROBE_DIR, judge, start_oracle
@@ -109,18 +110,25 @@ class Drill:
         history.add("start", seed=plan.seed, records=plan.records, workers=plan.workers, schedule=str(schedule_path))
         strategy = ctx.strategy
         queue = getattr(strategy, "drill_submit", None)
-        self.input_id = INPUT_ID if "resubmit-same" in plan.kinds and queue is None else None
+        resubmits = "resubmit-same" in plan.kinds or "submit-crash" in plan.kinds
+        self.input_id = INPUT_ID if resubmits and queue is None else None
         records = self.records = demo_records(plan.records)
         _refuse_a_held_workload(ctx)
+        crashes = [(e, crash_a_submit(data_dir, records, INPUT_ID, plan.work_ms)) for e in plan.setup()
+                   if e["kind"] == "submit-crash" and self.input_id is not None]
+        for event, what in crashes:  # a producer killed mid-submit: the submit below is its retry
+            history.add("fault", event=event["n"], kind=event["kind"], done=0, **what)
         # submit writes the input the whole run depends on: its durability is watched too.
+        outcome = "added"
         with Probe(_probe_dir(data_dir), STATE_DB).watch():
             if queue is not None:  # a queue input publishes the records for the workers instead
                 queue(ctx, records, work_ms=plan.work_ms)
             elif self.input_id is not None:
-                submission.queue(ctx, records, correlation_id=self.input_id, work_ms=plan.work_ms)
+                answer = submission.queue(ctx, records, correlation_id=self.input_id, work_ms=plan.work_ms)
+                outcome = "added" if answer.added else "repeat"
             else:
                 strategy.submit(ctx, records, work_ms=plan.work_ms)
-        history.add("submit", event=None, correlation_id=self.input_id, records=len(records), outcome="added")
+        history.add("submit", event=None, correlation_id=self.input_id, records=len(records), outcome=outcome)
         self.oracles = self._start_oracles(data_dir)
         service = ExternalService(data_dir)  # create external.db so progress can be polled
         if plan.fail_rate is not None:
@@ -131,6 +139,8 @@ class Drill:
                    "aim": aimed_windows(plan) or None, "schedule": str(schedule_path),
                    "faults": [schedule_module.describe(e) for e in plan.events]})
         self.tally = Tally()
+        for event, what in crashes:
+            self.tally.injected(event, what, self.emit, self.t, 0)
         self.armed = plan.armed()
         self.timed = plan.timed()
         self.base = self._expected_count()

@@ -37,6 +37,9 @@ The other fields, by kind:
     key-reuse        an idempotency key of a done record, with a different request
     redelivery       queue input: armed window after_commit_before_ack (a message
                      committed, not acked: the broker delivers it again)
+    submit-crash     crash_at: last. Before the workers start (neither timed nor armed): the
+                     input submitted by a process killed just before its last persistence
+                     point (counted on a scratch store first), then submitted again
     power-loss       reserved for the power-loss drill (issue 21): kill and drop what
                      was not fsynced (LazyFS)
 
@@ -79,13 +82,17 @@ KINDS: dict[str, str] = {
                     "the write lock): the workers ride it out",
     "key-reuse": "an idempotency key reused with a different request: refused",
     "redelivery": "a consumer killed after its commit, before its ack: the broker delivers the message again",
+    "submit-crash": "the input submitted by a process killed just before its last commit, then submitted again "
+                    "under the same correlation id (a producer crashing and retrying): every record queued once",
     "power-loss": "reserved: a kill that also drops every write not fsynced (the power-loss drill)",
 }
 #: The kinds a default drill draws (power-loss is the power-loss drill's own).
 DEFAULT_KINDS = tuple(kind for kind in KINDS if kind != "power-loss")
 #: How many events of each non-kill kind a default schedule holds (kills: --kills).
 PER_RUN = {"other-host": 1, "service-fail": 2, "service-timeout": 2, "resubmit-same": 1, "resubmit-new": 1,
-           "store-outage": 1, "key-reuse": 1, "redelivery": 1}
+           "store-outage": 1, "key-reuse": 1, "redelivery": 1, "submit-crash": 1}
+#: Kinds that happen once, before the workers start: neither timed nor armed.
+SETUP_KINDS = ("submit-crash",)
 #: A default drill's kills: this fraction of them SIGTERM (graceful), the rest SIGKILL.
 SIGTERM_SHARE = 0.3
 #: Timed events land between these fractions of the expected effects.
@@ -138,7 +145,11 @@ class Schedule:
         return sorted((e for e in self.events if "at" in e), key=lambda e: e["at"])
 
     def armed(self) -> list[dict[str, Any]]:
-        return [e for e in self.events if "at" not in e]
+        return [e for e in self.events if "at" not in e and e["kind"] not in SETUP_KINDS]
+
+    def setup(self) -> list[dict[str, Any]]:
+        """The events before the workers start (SETUP_KINDS)."""
+        return [e for e in self.events if e["kind"] in SETUP_KINDS]
 
     def renumbered(self) -> Schedule:
         """The same schedule with its events numbered 1, 2, ... again (after shrinking)."""
@@ -181,7 +192,7 @@ def _check_event(event: Any) -> None:
         raise ValueError(f"not a fault event: {event!r}")
     if "at" in event and not (isinstance(event["at"], (int, float)) and 0 <= event["at"] <= 1):
         raise ValueError(f"event {event['n']}: 'at' must be a fraction between 0 and 1")
-    if "at" not in event and not ("window" in event or "point" in event):
+    if "at" not in event and event["kind"] not in SETUP_KINDS and not ("window" in event or "point" in event):
         raise ValueError(f"event {event['n']}: an event without 'at' must name a window or a point")
 
 
@@ -206,6 +217,11 @@ def not_applicable(kind: str, strategy: Any, settings: Any, *, aimed: bool = Fal
         return "--aim arms every worker, and a graceful stop is only asked of an unarmed one"
     if kind == "redelivery" and not queue:
         return "the input is not a queue"
+    if kind == "submit-crash" and queue:
+        return "the input is published to a queue: there is no submit to crash"
+    if kind == "submit-crash" and is_postgresql(settings.database_url):
+        return ("the drill counts a submit's persistence points on a scratch store first, and a PostgreSQL "
+                "database is shared")
     if kind == "resubmit-new" and getattr(strategy, "RESUBMITTED_RECORD", "new-work") == "new-work":
         return (f"the {getattr(strategy, 'NAME', '?')} strategy takes a new correlation id as new work: its records "
                 "are processed again (docs/generated-project.md, resubmitting)")
@@ -236,9 +252,12 @@ def plan(strategy: Any, settings: Any, *, seed: int, records: int, kills: int, w
     _after_refusal(events, random.Random(f"{seed}:refusal"), usable)
     if "redelivery" in usable:
         events += [{"kind": "redelivery", "window": "after_commit_before_ack", "pass": rng.randint(1, AIM_SPREAD)}]
+    if "submit-crash" in usable:
+        events.insert(0, {"kind": "submit-crash", "crash_at": "last"})
     if "resubmit-new" in usable and any(e["kind"] in ("sigkill", "sigterm") for e in events):
         events.append(_late_resubmission(events, random.Random(f"{seed}:late"), records))
-    events = sorted(events, key=lambda e: (e.get("at", 2.0), e["kind"]))  # armed ones last, in their order
+    # setup first, armed ones last (in their order)
+    events = sorted(events, key=lambda e: (-1.0 if e["kind"] in SETUP_KINDS else e.get("at", 2.0), e["kind"]))
     schedule = Schedule(strategy=getattr(strategy, "NAME", "?"), seed=seed, records=records, workers=workers,
                         hosts=hosts, work_ms=work_ms, fail_rate=fail_rate, kills=kills, kinds=usable,
                         skipped=skipped, events=events)
@@ -361,13 +380,15 @@ def _timed(rng: random.Random, kind: str, records: int, settings: Any) -> dict[s
 def describe(event: dict[str, Any]) -> str:
     """One event in words, for the text report."""
     where = f"at {event['at']:.0%}" if "at" in event else (
-        f"in window {event['window']} (pass {event['pass']})" if "window" in event else f"at persistence point {event['point']}")
+        f"in window {event['window']} (pass {event['pass']})" if "window" in event else
+        f"at persistence point {event['point']}" if "point" in event else "before the workers start")
     extra = {"service-fail": lambda e: f"{e['calls']} call(s) refused",
              "service-timeout": lambda e: f"{e['calls']} call(s) applied, then timed out",
              "resubmit-same": lambda e: f"{e['count']} record(s) under the same correlation id",
              "resubmit-new": lambda e: f"{e['count']} done record(s) under a new correlation id"
                                        + (" (the latest done)" if e.get("latest") else ""),
              "store-outage": lambda e: f"write lock held until the workers stalled {e['hold_s']} s",
+             "submit-crash": lambda e: "killed just before its last persistence point, then submitted again",
              "sigkill": lambda e: e.get("moment", "") if "at" in e else "",
              "sigterm": lambda e: e.get("moment", "")}.get(event["kind"])
     detail = extra(event) if extra else ""

@@ -72,6 +72,7 @@ DRILL_SKIPS = {
     "other-host": "one Spark driver per checkpoint location: no claims or leases to hand over",
     "resubmit-same": "the drill's input is the demo's landing files (no correlation id); a file submitted twice "
                      "under one id is tested by test_submit.py",
+    "submit-crash": "the drill's input is the demo's landing files (no correlation id to submit again under)",
 }
 
 #: No timed kill aimed at a recovery (drill/schedule.py): the driver's recovery is a JVM start
