@@ -122,7 +122,8 @@ def judge(ctx: Context, settings: Settings, data_dir: Path, report: dict[str, An
                                   redone_example=a_redone_call(data_dir) if report["redone_calls"] else None,
                                   failed_task=failed_task, log_path=str(data_dir / "drill-workers.log"),
                                   resent=report["possible_duplicates"] if policy == "at-least-once" else None,
-                                  redone_by_worker=redone_by_process(data_dir) if report["workers"] == 1 else None)
+                                  redone_by_worker=redone_by_process(data_dir) if report["workers"] == 1 else None,
+                                  outages_by_worker={w["pid"]: w["outages"] for w in seen["workers"]})
     report["durability"] = observed_durability(ctx, data_dir, seen)
     failures += verdict.check_durability(report["durability"])
     failures += resubmission.check(report, strategy)  # what only the fault schedule can show

@@ -173,7 +173,10 @@ class Nemesis:
         chunk = [r for r in self.records if str(r["record_id"]) in finished]
         if event.get("latest"):
             # Only records done since the newest worker started (and since the store came back):
-            # answered by a worker that did them itself, or saw them done after it started.
+            # answered by a worker that did them itself, or saw them done after it started. With
+            # no worker left, later: the runner extends the work, and its workers answer it.
+            if not self.pool.alive():
+                return None
             since = max(max(self.pool.done_at_spawn), self.done_at_outage_end)
             by_id = {str(r["record_id"]): r for r in chunk}
             chunk = [by_id[rid] for rid in self.progress.latest_records(since) if rid in by_id]

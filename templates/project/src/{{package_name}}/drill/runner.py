@@ -291,6 +291,7 @@ class Drill:
             self.broker_away_since = None
         self.extended += 1
         self.records = self.records + extra
+        self.nemesis.records = self.records  # a resubmission may pick from the new work too
         if publish is None:
             submission.queue(self.drill_ctx, extra, correlation_id=f"drill-extend-{self.extended}",
                              work_ms=self.schedule.work_ms)

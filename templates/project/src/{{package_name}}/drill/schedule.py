@@ -114,15 +114,16 @@ RECOVERING_EVERY = 3
 #: refusals (moment "after-refusal"), while the refused worker waits to retry. Drawn with a
 #: generator of its own, like RECOVERING_EVERY.
 REFUSAL_STOPS = 1
-#: With kills and ``resubmit-new`` in a run, one more resubmission lands soon after every other
-#: timed event (this span of the expected effects after the last), carrying the records done
-#: last: a client retrying what it has just sent, answered by the very worker that did it. A
-#: dedupe that only knows what was done before the worker started (a cache loaded at start, or
-#: when the store came back) lets it through; a resubmission answered after a restart or an
-#: outage never shows that. Early enough that work is still queued when it comes (queued after
-#: the work ran out, the next run would answer it). Drawn with a generator of its own, like
-#: RECOVERING_EVERY.
+#: With kills and ``resubmit-new`` in a run, one more resubmission lands soon after the last
+#: timed kill or store outage (this span of the expected effects later, and by LATE_RESUBMIT_BY),
+#: carrying the records done last: a client retrying what it has just sent, answered by the very
+#: worker that did it. A dedupe that only knows what was done before the worker started (a cache
+#: loaded at start, or when the store came back) lets it through; a resubmission answered after
+#: a restart or an outage never shows that. It waits for a worker alive (the nemesis): due after
+#: the work ran out, it lands in the run the drill extends the work with. Drawn with a generator
+#: of its own, like RECOVERING_EVERY.
 LATE_RESUBMIT_AFTER = (0.02, 0.05)
+LATE_RESUBMIT_BY = 0.97
 
 
 @dataclass
@@ -349,9 +350,10 @@ def _after_refusal(events: list[dict[str, Any]], rng: random.Random, usable: lis
 
 
 def _late_resubmission(events: list[dict[str, Any]], rng: random.Random, records: int) -> dict[str, Any]:
-    """The resubmission of the records done last, just after every other timed event (LATE_RESUBMIT_AFTER)."""
-    last = max((e["at"] for e in events if "at" in e), default=EARLIEST)
-    return {"kind": "resubmit-new", "at": round(min(last + rng.uniform(*LATE_RESUBMIT_AFTER), 0.95), 4),
+    """The resubmission of the records done last, just after the last kill or outage (LATE_RESUBMIT_AFTER)."""
+    restarts = ("sigkill", "sigterm", "other-host", "store-outage")
+    last = max((e["at"] for e in events if "at" in e and e["kind"] in restarts), default=EARLIEST)
+    return {"kind": "resubmit-new", "at": round(min(last + rng.uniform(*LATE_RESUBMIT_AFTER), LATE_RESUBMIT_BY), 4),
             "count": min(max(1, round(records * RESUBMIT_SHARE)), records), "latest": True}
 
 
