@@ -333,6 +333,8 @@ def _after_refusal(events: list[dict[str, Any]], rng: random.Random, usable: lis
     service-fail burst, moment "after-refusal"."""
     fails = sorted((e for e in events if e["kind"] == "service-fail"), key=lambda e: e["at"])
     stops = [e for e in events if e["kind"] == "sigterm" and "at" in e and "moment" not in e]
+    if not fails:
+        return
     if not stops and "sigterm" in usable:  # every SIGTERM went to a recovery: a free SIGKILL becomes one
         followed = {round(e["at"] - 0.0001, 4) for e in events if e.get("moment") == "recovering"}
         stops = [e for e in events if e["kind"] == "sigkill" and "at" in e
@@ -340,7 +342,7 @@ def _after_refusal(events: list[dict[str, Any]], rng: random.Random, usable: lis
         for event in stops:
             event["kind"] = "sigterm"
             event.pop("delay_ms", None)
-    if not fails or not stops:
+    if not stops:
         return
     # The longest burst: the stop finds the worker still retrying (its waits grow), not done.
     fails[0]["calls"] = SERVICE_CALLS[1]
