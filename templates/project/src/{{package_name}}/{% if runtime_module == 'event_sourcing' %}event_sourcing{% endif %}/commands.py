@@ -203,11 +203,8 @@ def reuse_key(ctx: Context) -> dict[str, Any] | None:
         for change, request in _other_requests(record):
             try:
                 result, _ = charge(app, task, int(row["seq"]), request, key)
-            except IdempotencyConflict as exc:
-                refusals.append(f"{change}: {exc}")
-                continue
-            except BadRecord as exc:
-                refusals.append(f"{change}: refused as a bad record: {exc}")
+            except (IdempotencyConflict, BadRecord) as exc:
+                refusals.append(f"{change}: {'' if isinstance(exc, IdempotencyConflict) else 'a bad record: '}{exc}")
                 continue
             return {"key": key, "outcome": "accepted",
                     "message": f"{change}: answered {json.dumps(result, sort_keys=True)[:200]}"}
