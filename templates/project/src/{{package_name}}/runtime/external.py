@@ -281,23 +281,15 @@ def verify(data_dir: Path, expected: set[tuple[str, str]]) -> dict[str, Any]:
 
 def applied_effects(data_dir: Path) -> list[tuple[str, str, Any]]:
     """Every applied effect in the order applied: (record_id, step, payload)."""
-    conn = sqlite3.connect(Path(data_dir) / EXTERNAL_DB)
-    try:
-        rows = conn.execute("SELECT record_id, step, payload FROM effects ORDER BY rowid").fetchall()
-    finally:
-        conn.close()
+    rows = _log_rows(data_dir, "SELECT record_id, step, payload FROM effects ORDER BY rowid")
     return [(r, s, json.loads(p) if p is not None else None) for r, s, p in rows]
 
 
 def redone_by_process(data_dir: Path) -> dict[int, int]:
     """The redone calls (apply calls repeating an earlier key, less the re-sends a timeout
     allows: as verify() counts them) by the process that sent them."""
-    conn = sqlite3.connect(Path(data_dir) / EXTERNAL_DB)
-    try:
-        rows = conn.execute("SELECT COALESCE(idempotency_key, record_id || '/' || step), outcome, pid FROM calls"
-                            " WHERE kind = 'apply' AND outcome != 'failed' ORDER BY rowid").fetchall()
-    finally:
-        conn.close()
+    rows = _log_rows(data_dir, "SELECT COALESCE(idempotency_key, record_id || '/' || step), outcome, pid FROM calls"
+                               " WHERE kind = 'apply' AND outcome != 'failed' ORDER BY rowid")
     seen: set[str] = set()
     excuses: dict[str, int] = {}  # timeouts of each key not yet followed by their one re-send
     redone: dict[str, list[int]] = {}  # the senders of each key's redone calls
@@ -321,25 +313,24 @@ def calls_sent_after(data_dir: Path, after: int, record_ids: list[str]) -> list[
     its ``after``-th call: one entry per call, in call order (the drill's resubmission check)."""
     if not record_ids:
         return []
-    conn = sqlite3.connect(Path(data_dir) / EXTERNAL_DB)
-    try:
-        wanted = set(record_ids)
-        rows = conn.execute("SELECT record_id FROM calls WHERE rowid > ? AND kind = 'apply' AND outcome != 'failed'"
-                            " ORDER BY rowid", (after,)).fetchall()
-    finally:
-        conn.close()
+    wanted = set(record_ids)
+    rows = _log_rows(data_dir, "SELECT record_id FROM calls WHERE rowid > ? AND kind = 'apply'"
+                               " AND outcome != 'failed' ORDER BY rowid", (after,))
     return [rid for (rid,) in rows if rid in wanted]
 
 
 def a_redone_call(data_dir: Path) -> str | None:
     """One idempotency key (or keyless record/step) that was sent more than once, for messages."""
+    rows = _log_rows(data_dir, "SELECT COALESCE(idempotency_key, record_id || '/' || step), COUNT(*) AS n FROM calls"
+                               " WHERE kind = 'apply' AND outcome != 'failed' GROUP BY 1"
+                               " HAVING COUNT(*) > 1 + SUM(outcome = 'timeout') ORDER BY 1 LIMIT 1")
+    return f"{rows[0][0]} ({rows[0][1]} times)" if rows else None
+
+
+def _log_rows(data_dir: Path, sql: str, params: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
+    """Rows of the service's own log (external.db), read in a connection of their own."""
     conn = sqlite3.connect(Path(data_dir) / EXTERNAL_DB)
     try:
-        row = conn.execute(
-            "SELECT COALESCE(idempotency_key, record_id || '/' || step), COUNT(*) AS n FROM calls"
-            " WHERE kind = 'apply' AND outcome != 'failed' GROUP BY 1"
-            " HAVING COUNT(*) > 1 + SUM(outcome = 'timeout') ORDER BY 1 LIMIT 1"
-        ).fetchone()
+        return conn.execute(sql, params).fetchall()
     finally:
         conn.close()
-    return f"{row[0]} ({row[1]} times)" if row else None
