@@ -64,3 +64,19 @@ def test_generated_stream_project_suite_passes_with_real_spark(tmp_path: Path, w
     assert "failed" not in summary and "skipped" not in summary, summary
     for name in STREAM_KEPT:  # the kept drills really ran (a rename would drop them silently)
         assert re.search(rf"^PASSED \S+::{name}\b", result.stdout, re.M), f"{name} did not run"
+
+
+def test_a_stream_project_sends_the_calls_a_person_answered_not_applied(tmp_path: Path) -> None:
+    """Plain calls at most once: `reconcile --not-applied ID` promises "the next `run` sends it".
+    The stream's `run` once never did (only the other strategies' did): the effect was lost while
+    the person had been told it would be sent. The generated test drills a kill after a call,
+    answers one call not applied and counts the service's requests after the next run."""
+    _spark_or_fail()
+    generated = scaffold.generate("stream-checkpoint", tmp_path / "stream", {
+        "project_name": "Stream Smtp Job", "effect_kind": "plain", "plain_policy": "at-most-once"})
+    result = subprocess.run([sys.executable, "-m", "pytest", "-q", "-rA", "-p", "no:cacheprovider",
+                             "tests/test_effects.py", "-k", "test_status_and_reconcile_say_what_is_in_doubt"],
+                            cwd=generated.dest, capture_output=True, text=True, timeout=900, env=_env())
+    assert result.returncode == 0, result.stdout[-6000:] + result.stderr[-2000:]
+    assert re.search(r"^PASSED \S+::test_status_and_reconcile_say_what_is_in_doubt\b", result.stdout, re.M), \
+        result.stdout[-2000:]

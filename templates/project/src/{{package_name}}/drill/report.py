@@ -73,6 +73,11 @@ def _fault_lines(report: dict[str, Any]) -> list[str]:
     for r in report.get("resubmissions", []):
         lines.append(f"resubmitted {r['records']} record(s) under {'the same' if r['same'] else 'a new'} correlation "
                      f"id ({r['correlation_id']}): {r['outcome']}")
+    for o in report.get("operator") or []:
+        how = "one by one" if o["how"] == "each" else "from the service's export"
+        lines.append(f"reconcile (after the run, {how}): {o['applied']} call(s) answered applied, {o['not_applied']} "
+                     f"not applied" + ("; their re-send killed right after it went out" if o["resend_crashed"] else "")
+                     + f"; {o['answered_again']} answered again after that")
     return lines
 
 

@@ -92,20 +92,21 @@ def build_report(drill: Any, plan: schedule_module.Schedule, checked: dict[str, 
         "schedule": {"file": str(schedule_path), "seed": plan.seed, "kinds": plan.kinds, "skipped": plan.skipped,
                      "events": plan.events},
         "history": str(drill.history.path),
-        "resubmissions": [resubmission(o, data_dir) for o in history_module.of(ops, "submit")
-                          if o.get("event") is not None],
+        # Calls a person released (reconcile, after the run: operator.py) are theirs, not the resubmission's.
+        "resubmissions": [resubmission(o, data_dir, min((p["calls_before"] for p in drill.operator), default=None))
+                          for o in history_module.of(ops, "submit") if o.get("event") is not None],
         "key_reuse": [{k: o.get(k) for k in ("event", "key", "outcome", "message")}
                       for o in history_module.of(ops, "key")],
         "data_dir": str(data_dir),
     }
 
 
-def resubmission(op: dict[str, Any], data_dir: Path) -> dict[str, Any]:
+def resubmission(op: dict[str, Any], data_dir: Path, until: int | None = None) -> dict[str, Any]:
     """A submission the drill made, and for records already done (a new correlation id) the calls
     the service was asked to apply for them afterwards: ``sent_again`` (how many), and the first
     such record (``sent_again_example``)."""
     found = {k: op.get(k) for k in ("event", "correlation_id", "records", "same", "outcome", "message")}
     if op.get("record_ids") is not None:
-        sent = calls_sent_after(data_dir, op["calls_before"], op["record_ids"])
+        sent = calls_sent_after(data_dir, op["calls_before"], op["record_ids"], until)
         found["sent_again"], found["sent_again_example"] = len(sent), (sent[0] if sent else None)
     return found

@@ -35,6 +35,7 @@ from .durability import Probe
 from .history import History
 from .judge import INPUT_FILE, ORACLE_CLOCK_SHIFT_S, PROBE_DIR, judge, start_oracle
 from .nemesis import KILLS, Nemesis
+from .operator import Operator
 from .progress import POLL_S, Progress
 from .report_data import aimed_windows, build_report, signal_name
 from .workers import HOST_DIR, Pool, worker_env
@@ -159,6 +160,7 @@ class Drill:
             for slot in range(plan.workers):
                 self.pool.spawn(slot, self.armed.pop(0) if self.armed else None, done=0)
             self._loop()
+            self.operator = [self._operator(event) for event in plan.final()]
         except BaseException:
             _stop(self.oracles)  # the drill itself was stopped: nobody will read the oracle
             raise
@@ -179,6 +181,7 @@ class Drill:
         extras = getattr(strategy, "drill_report", None)  # a strategy's own figures (replayed batches skipped)
         if extras is not None:
             report.update(extras(ctx))
+        report["operator"] = self.operator
         report["failures"] = judge(ctx, self.ctx.settings, data_dir, report, expected, records, self.oracles, state)
         report["ok"] = report["failures"] == []
         return report  # command.py emits it (after shrinking a failure)
@@ -223,6 +226,13 @@ class Drill:
                         self._restart(outcome["slot"], self.progress.applied())
                     continue
             time.sleep(POLL_S)
+
+    def _operator(self, event: dict[str, Any]) -> dict[str, Any]:
+        """Every worker ended: a person answers the calls in doubt, and the job runs again (operator.py)."""
+        outcome = Operator(self.drill_ctx.data_dir, self.pool, self.history).play(
+            event, self.progress.applied(), self.progress.calls())
+        self.tally.injected(event, outcome, self.emit, self.t, self.progress.applied())
+        return outcome
 
     def _reap(self, slot: int, done: int) -> None:
         """A worker ended on its own: in its armed point (a delivered kill), or it finished."""
@@ -340,7 +350,8 @@ class Tally:
         self.injected_by_kind[kind] = self.injected_by_kind.get(kind, 0) + 1
         if kind in ("sigkill", "sigterm"):
             self.kills_landed += 1
-            where = event.get("window") or (f"point {event['point']}" if "point" in event else "unaimed")
+            where = event.get("window") or (f"point {event['point']}" if "point" in event else
+                                             event.get("crash_point") or "unaimed")
             self.kills_by_window[where] = self.kills_by_window.get(where, 0) + 1
         if "exit_code" in outcome:
             self.graceful.append({k: outcome[k] for k in ("exit_code", "exit_s", "within_grace", "finished_first")

@@ -17,7 +17,8 @@ TIMED event also has ``at``: the fraction of the expected effects applied when i
 injected (0 < at < 1). An ARMED event (a SIGKILL the worker gives itself) has no
 ``at``: the next worker started is armed with it, and it lands when that worker passes
 the point; ``window``+``pass`` (``--aim``: die the pass-th time WINDOW is passed) or
-``point`` (``--sweep``: die at the point-th persistence point, runtime/faults.py).
+``point`` (``--sweep``: die at the point-th persistence point, runtime/faults.py) or
+``crash_point`` (``call:N``: die just before the worker's N-th external call goes out).
 The other fields, by kind:
 
     sigkill          moment: anywhere | after-effect | after-commit | recovering, delay_ms,
@@ -40,6 +41,13 @@ The other fields, by kind:
     submit-crash     crash_at: last. Before the workers start (neither timed nor armed): the
                      input submitted by a process killed just before its last persistence
                      point (counted on a scratch store first), then submitted again
+    reconcile        how: each | export. After the workers end (neither timed nor armed): the
+                     drill plays the person who answers the calls in doubt (plain calls, at
+                     most once), from what the service really applied, one by one
+                     (``reconcile --applied/--not-applied ID``) or from the service's export
+                     (``reconcile --from-export``); then one run is killed just after its
+                     first call returns (the released re-send), the calls now in doubt are
+                     answered again, and a last run finishes (operator.py)
     power-loss       reserved for the power-loss drill (issue 21): kill and drop what
                      was not fsynced (LazyFS)
 
@@ -61,6 +69,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ..runtime import effects
 from ..runtime.errors import JobError
 from ..runtime.store import is_postgresql
 
@@ -84,6 +93,9 @@ KINDS: dict[str, str] = {
     "redelivery": "a consumer killed after its commit, before its ack: the broker delivers the message again",
     "submit-crash": "the input submitted by a process killed just before its last commit, then submitted again "
                     "under the same correlation id (a producer crashing and retrying): every record queued once",
+    "reconcile": "after the run, the calls in doubt answered as a person would (from what the service applied), "
+                 "the next run killed just after its first re-send, answered again, finished: every call "
+                 "answered 'not applied' sent exactly once, every one answered 'applied' never again",
     "power-loss": "reserved: a kill that also drops every write not fsynced (the power-loss drill)",
 }
 #: The kinds a default drill draws (power-loss is the power-loss drill's own).
@@ -93,6 +105,15 @@ PER_RUN = {"other-host": 1, "service-fail": 2, "service-timeout": 2, "resubmit-s
            "store-outage": 1, "key-reuse": 1, "redelivery": 1, "submit-crash": 1}
 #: Kinds that happen once, before the workers start: neither timed nor armed.
 SETUP_KINDS = ("submit-crash",)
+#: Kinds that happen once, after every worker ended: neither timed nor armed.
+FINAL_KINDS = ("reconcile",)
+#: How the drill's operator answers the calls in doubt (operator.py): one by one, or from an export.
+RECONCILE_HOW = ("each", "export")
+#: With ``reconcile`` in a run with kills (not --sigterm, not --aim), one of the kills is a SIGKILL
+#: armed just before a worker's N-th external call goes out (N drawn in this range): a call in doubt
+#: that truly never arrived, so the person's answers hold a "not applied" one, whose re-send the
+#: operator's run then crashes.
+UNSENT_CALL = (2, 30)
 #: A default drill's kills: this fraction of them SIGTERM (graceful), the rest SIGKILL.
 SIGTERM_SHARE = 0.3
 #: Timed events land between these fractions of the expected effects.
@@ -146,11 +167,15 @@ class Schedule:
         return sorted((e for e in self.events if "at" in e), key=lambda e: e["at"])
 
     def armed(self) -> list[dict[str, Any]]:
-        return [e for e in self.events if "at" not in e and e["kind"] not in SETUP_KINDS]
+        return [e for e in self.events if "at" not in e and e["kind"] not in SETUP_KINDS + FINAL_KINDS]
 
     def setup(self) -> list[dict[str, Any]]:
         """The events before the workers start (SETUP_KINDS)."""
         return [e for e in self.events if e["kind"] in SETUP_KINDS]
+
+    def final(self) -> list[dict[str, Any]]:
+        """The events after the workers end (FINAL_KINDS)."""
+        return [e for e in self.events if e["kind"] in FINAL_KINDS]
 
     def renumbered(self) -> Schedule:
         """The same schedule with its events numbered 1, 2, ... again (after shrinking)."""
@@ -193,7 +218,8 @@ def _check_event(event: Any) -> None:
         raise ValueError(f"not a fault event: {event!r}")
     if "at" in event and not (isinstance(event["at"], (int, float)) and 0 <= event["at"] <= 1):
         raise ValueError(f"event {event['n']}: 'at' must be a fraction between 0 and 1")
-    if "at" not in event and event["kind"] not in SETUP_KINDS and not ("window" in event or "point" in event):
+    if "at" not in event and event["kind"] not in SETUP_KINDS + FINAL_KINDS and not (
+            "window" in event or "point" in event or "crash_point" in event):
         raise ValueError(f"event {event['n']}: an event without 'at' must name a window or a point")
 
 
@@ -228,6 +254,9 @@ def not_applicable(kind: str, strategy: Any, settings: Any, *, aimed: bool = Fal
                 "are processed again (docs/generated-project.md, resubmitting)")
     if kind == "key-reuse" and getattr(strategy, "drill_reuse_key", None) is None:
         return "no client-chosen idempotency keys in this strategy"
+    if kind == "reconcile" and (effects.KIND, effects.POLICY) != ("plain", "at-most-once"):
+        return ("only plain calls at most once wait for a person's answer (the others are deduped, looked up or "
+                "re-sent by the job itself)")
     return None
 
 
@@ -241,9 +270,13 @@ def plan(strategy: Any, settings: Any, *, seed: int, records: int, kills: int, w
     rng = random.Random(seed)
     wanted = list(DEFAULT_KINDS if kinds is None else kinds)
     skipped = {k: why for k in wanted if (why := not_applicable(k, strategy, settings, aimed=aims is not None))}
+    if "reconcile" in wanted and "reconcile" not in skipped and hosts > 1:
+        skipped["reconcile"] = "the calls in doubt are answered in one data directory; --hosts gives each its own"
     usable = [k for k in wanted if k not in skipped]
     events: list[dict[str, Any]] = []
-    events += _kills(rng, usable, kills, sigterm_only, aims, aim_spread(strategy, settings, records, kills))
+    # One of the kills is the reconcile fault's call that never went out (UNSENT_CALL), drawn last.
+    unsent = int("reconcile" in usable and "sigkill" in usable and kills > 0 and not sigterm_only and aims is None)
+    events += _kills(rng, usable, kills - unsent, sigterm_only, aims, aim_spread(strategy, settings, records, kills))
     if getattr(strategy, "KILLS_IN_RECOVERY", True):
         _in_recovery(events, random.Random(f"{seed}:recovering"), [k for k in ("sigterm", "sigkill") if k in usable])
     for kind in ("other-host", "service-fail", "service-timeout", "resubmit-same", "resubmit-new",
@@ -257,8 +290,14 @@ def plan(strategy: Any, settings: Any, *, seed: int, records: int, kills: int, w
         events.insert(0, {"kind": "submit-crash", "crash_at": "last"})
     if "resubmit-new" in usable and any(e["kind"] in ("sigkill", "sigterm") for e in events):
         events.append(_late_resubmission(events, random.Random(f"{seed}:late"), records))
-    # setup first, armed ones last (in their order)
-    events = sorted(events, key=lambda e: (-1.0 if e["kind"] in SETUP_KINDS else e.get("at", 2.0), e["kind"]))
+    if "reconcile" in usable:  # its own generator, like RECOVERING_EVERY: the other events stay as they were
+        drawn = random.Random(f"{seed}:reconcile")
+        events.append({"kind": "reconcile", "how": drawn.choice(RECONCILE_HOW)})
+        if unsent:
+            events.append({"kind": "sigkill", "crash_point": f"call:{drawn.randint(*UNSENT_CALL)}"})
+    # setup first, then the timed ones, the armed ones (in their order), the final ones
+    events = sorted(events, key=lambda e: (-1.0 if e["kind"] in SETUP_KINDS else 3.0 if e["kind"] in FINAL_KINDS
+                                           else e.get("at", 2.0), e["kind"]))
     schedule = Schedule(strategy=getattr(strategy, "NAME", "?"), seed=seed, records=records, workers=workers,
                         hosts=hosts, work_ms=work_ms, fail_rate=fail_rate, kills=kills, kinds=usable,
                         skipped=skipped, events=events)
@@ -385,7 +424,9 @@ def describe(event: dict[str, Any]) -> str:
     """One event in words, for the text report."""
     where = f"at {event['at']:.0%}" if "at" in event else (
         f"in window {event['window']} (pass {event['pass']})" if "window" in event else
-        f"at persistence point {event['point']}" if "point" in event else "before the workers start")
+        f"at persistence point {event['point']}" if "point" in event else
+        f"at {event['crash_point']} (just before that call goes out)" if "crash_point" in event else
+        "after the workers end" if event["kind"] in FINAL_KINDS else "before the workers start")
     extra = {"service-fail": lambda e: f"{e['calls']} call(s) refused",
              "service-timeout": lambda e: f"{e['calls']} call(s) applied, then timed out",
              "resubmit-same": lambda e: f"{e['count']} record(s) under the same correlation id",
@@ -393,6 +434,9 @@ def describe(event: dict[str, Any]) -> str:
                                        + (" (the latest done)" if e.get("latest") else ""),
              "store-outage": lambda e: f"write lock held until the workers stalled {e['hold_s']} s",
              "submit-crash": lambda e: "killed just before its last persistence point, then submitted again",
+             "reconcile": lambda e: ("calls in doubt answered " + ("one by one" if e.get("how") == "each"
+                                                                    else "from the service's export")
+                                     + "; the next run killed after its first re-send"),
              "sigkill": lambda e: e.get("moment", "") if "at" in e else "",
              "sigterm": lambda e: e.get("moment", "")}.get(event["kind"])
     detail = extra(event) if extra else ""

@@ -308,14 +308,15 @@ def redone_by_process(data_dir: Path) -> dict[int, int]:
     return found
 
 
-def calls_sent_after(data_dir: Path, after: int, record_ids: list[str]) -> list[str]:
+def calls_sent_after(data_dir: Path, after: int, record_ids: list[str], until: int | None = None) -> list[str]:
     """The records, of ``record_ids``, that the service was asked to apply (not refused) after
-    its ``after``-th call: one entry per call, in call order (the drill's resubmission check)."""
+    its ``after``-th call (and up to its ``until``-th): one entry per call, in call order (the
+    drill's resubmission check)."""
     if not record_ids:
         return []
     wanted = set(record_ids)
-    rows = _log_rows(data_dir, "SELECT record_id FROM calls WHERE rowid > ? AND kind = 'apply'"
-                               " AND outcome != 'failed' ORDER BY rowid", (after,))
+    rows = _log_rows(data_dir, "SELECT record_id FROM calls WHERE rowid > ? AND rowid <= ? AND kind = 'apply'"
+                               " AND outcome != 'failed' ORDER BY rowid", (after, until or 2 ** 62))
     return [rid for (rid,) in rows if rid in wanted]
 
 

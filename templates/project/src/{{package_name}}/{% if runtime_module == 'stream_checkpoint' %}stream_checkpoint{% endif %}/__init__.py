@@ -207,6 +207,7 @@ def run(ctx: Context, shutdown: Shutdown, *, limit: int | None = None, follow: b
         row = store.one("SELECT COALESCE(MAX(work_ms), 0) AS w FROM stream_files")
     finally:
         store.close()
+    _send_released(ctx)
     sink = IdempotentSink(lambda: open_store(ctx), ctx.external, work_ms=float(row["w"]) if row else 0.0,
                           make_effects=lambda external: effects.Effects(external, ctx.data_dir, ctx.settings),
                           before_commit=_syncing(ctx))
@@ -214,6 +215,18 @@ def run(ctx: Context, shutdown: Shutdown, *, limit: int | None = None, follow: b
     print(f"{sink.records} records in {sink.batches} micro-batch(es); "
           f"{sink.skipped} replayed batch(es) skipped", flush=True)
     return code
+
+
+def _send_released(ctx: Context) -> None:
+    """The calls a person answered "not applied" (``reconcile``), sent before the stream starts: their
+    batches are committed, so no replay sends them (the other strategies' ``run`` does the same)."""
+    external = ctx.external()
+    calls = effects.Effects(external, ctx.data_dir, ctx.settings)
+    try:
+        calls.send_released(lambda line: print(line, flush=True))
+    finally:
+        calls.close()
+        external.close()
 
 
 def _syncing(ctx: Context) -> Callable[[int], None] | None:

@@ -1,0 +1,133 @@
+"""The drill's operator (fault kind ``reconcile``): the person who answers the calls in doubt.
+
+A plain call at most once is never sent again by the job: a kill between its send and its
+recorded answer leaves it in doubt, and ``reconcile`` lists it for a person, who checks with
+the receiver and answers. That person is part of the design, so the drill plays them once
+every worker has ended, through the project's own commands as the README tells a user:
+
+1. ``reconcile --json`` lists the calls; each is answered from what the service really applied
+   (its log, the drill's ground truth): one by one (``--applied ID`` / ``--not-applied ID``) or
+   all at once from the service's export (``--from-export external.db``), as the schedule says;
+2. one ``run`` is killed just after its first external call returns: the first call of a run
+   is the re-send of a call answered "not applied", so the re-send itself is crashed before its
+   answer is recorded; the next ``run`` must hold it in doubt again, never send it a second time;
+3. the calls in doubt now are answered again, and a last ``run`` sends what was not applied.
+
+The checks that follow are the usual ones, with no excuse left: a call answered "not applied"
+that never arrived is ``lost``, one that arrived twice (or one answered "applied" sent again)
+is a duplicate. A command that fails is ``reconcile``.
+"""
+
+from __future__ import annotations
+
+import json
+import signal
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+from .. import settings as settings_module
+from ..runtime.external import EXTERNAL_DB, applied_effects
+from .history import History
+from .verdict import Failure, failure
+from .workers import Pool, worker_env
+
+#: How long one of the operator's commands or runs may take (a loaded machine, a queue's broker).
+COMMAND_S = 300.0
+#: The point the second run dies at: just after its first external call returned.
+FIRST_RETURN = "called:1"
+#: The ledger's states a person answers (reconcile.OPEN); the others await their re-send.
+OPEN = ("in_doubt", "resent")
+
+
+class Operator:
+    """Plays one ``reconcile`` event of the schedule; ``errors`` feeds the ``reconcile`` check."""
+
+    def __init__(self, data_dir: Path, pool: Pool, history: History) -> None:
+        self.data_dir, self.pool, self.history = data_dir, pool, history
+        self.env = worker_env()
+        self.errors: list[str] = []
+
+    def play(self, event: dict[str, Any], done: int, calls_before: int) -> dict[str, Any]:
+        """The event's outcome: what was answered, whether the re-send was crashed; ``calls_before``:
+        the service's calls before the person came (what the run itself sent)."""
+        first = self.answer(event)
+        crashed = None
+        if first["not_applied"]:  # something to send again: crash the run right after it goes out
+            crashed = self.run_worker(event, armed=True, done=done)
+        self.run_worker(event, armed=False, done=done)  # a re-send cut short is found in doubt again
+        again = self.answer(event)
+        if again["not_applied"]:
+            self.run_worker(event, armed=False, done=done)
+        outcome = {"how": event["how"], "answered": first["answered"], "applied": first["applied"],
+                   "not_applied": first["not_applied"], "answered_again": again["answered"],
+                   "resend_crashed": crashed == -signal.SIGKILL, "calls_before": calls_before,
+                   "errors": list(self.errors)}
+        self.history.add("fault", event=event["n"], kind=event["kind"], done=done, **outcome)
+        return outcome
+
+    # ------------------------------------------------------------------ answers
+    def answer(self, event: dict[str, Any]) -> dict[str, int]:
+        """Every open call answered by the truth, the way the event says; the counts."""
+        listing = self._command(["--json"])
+        calls = [c for c in (json.loads(listing).get("calls", []) if listing else []) if c["status"] in OPEN]
+        truth = {(rid, step) for rid, step, _ in applied_effects(self.data_dir)}
+        applied = {c["id"] for c in calls if (c["record_id"], c["step"]) in truth}
+        counts = {"answered": len(calls), "applied": len(applied), "not_applied": len(calls) - len(applied)}
+        if not calls:
+            return counts
+        if event["how"] == "export":  # the receiver's own record of what it applied
+            self._command(["--from-export", str(self.data_dir / EXTERNAL_DB)])
+        else:
+            for call in calls:
+                said = "--applied" if call["id"] in applied else "--not-applied"
+                self._command([said, call["id"]])
+        self.history.add("reconcile", how=event["how"], **counts,
+                         ids={c["id"]: c["id"] in applied for c in calls})
+        return counts
+
+    def _command(self, args: list[str]) -> str:
+        """``reconcile ARGS`` in a fresh process, as a person types it; its output ('' on failure)."""
+        cmd = [sys.executable, "-m", settings_module.PACKAGE, "reconcile", "--data-dir", str(self.data_dir), *args]
+        try:
+            done = subprocess.run(cmd, env=self.env, capture_output=True, text=True, timeout=COMMAND_S)
+        except subprocess.TimeoutExpired:
+            self.errors.append(f"`reconcile {' '.join(args)}` did not finish in {COMMAND_S:.0f} s")
+            return ""
+        if done.returncode != 0:
+            said = (done.stderr.strip().splitlines() or ["no message"])[-1]
+            self.errors.append(f"`reconcile {' '.join(args)}` exited {done.returncode}: {said}")
+            return ""
+        return done.stdout
+
+    # --------------------------------------------------------------------- runs
+    def run_worker(self, event: dict[str, Any], *, armed: bool, done: int) -> int | None:
+        """One run of the job in slot 0 (armed: it kills itself after its first call returns);
+        its exit code, None if it did not end in time."""
+        self.pool.home(0)
+        arm = {"n": event["n"], "crash_point": FIRST_RETURN} if armed else None
+        proc = self.pool.spawn(0, arm, done=done)
+        try:
+            code = proc.wait(timeout=COMMAND_S)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+            self.errors.append(f"the run after reconcile did not end in {COMMAND_S:.0f} s")
+            return None
+        killed = armed and code == -signal.SIGKILL
+        self.history.add("exit", slot=0, pid=proc.pid, code=code, by="self" if killed else "worker",
+                         event=event["n"] if killed else None, done=done)
+        self.pool.armed[0], self.pool.reaped[0] = None, True
+        if code != 0 and not killed:
+            self.errors.append(f"the run after reconcile exited {code} (drill-workers.log)")
+        return code
+
+
+def check(outcomes: list[dict[str, Any]]) -> list[Failure]:
+    """``reconcile``: every command of the operator's runbook worked (the effects' checks do the rest)."""
+    errors = [e for o in outcomes for e in o["errors"]]
+    if not errors:
+        return []
+    return [failure("reconcile", f"{len(errors)} step(s) of answering the calls in doubt failed, e.g. {errors[0]}; "
+                                 "a person following `reconcile`'s own instructions must be able to settle them")]
