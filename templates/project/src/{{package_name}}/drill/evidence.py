@@ -29,10 +29,11 @@ def call_log(data_dir: Path) -> list[tuple[str, str, str, int, float]]:
 
 
 def held_in_doubt(data_dir: Path, settings: Any) -> list[tuple[str, str, float]]:
-    """Plain calls held in doubt (at most once): (record_id, step, when a worker found them so)."""
-    rows = effects.doubt_rows(data_dir, settings) or []
-    return [(str(r["record_id"]), str(r["step"]), float(r["doubt_at"] or 0.0)) for r in rows
-            if r["status"] == "in_doubt"]
+    """Plain calls held in doubt (at most once): (record_id, step, when a worker found them so),
+    also those a person answered since (the drill's reconcile fault: reconciler.py)."""
+    rows = [r for r in effects.doubt_rows(data_dir, settings) or [] if r["status"] == "in_doubt"]
+    rows += effects.answered_calls(data_dir, settings)
+    return [(str(r["record_id"]), str(r["step"]), float(r["doubt_at"] or 0.0)) for r in rows]
 
 
 def exits_summary(workers: list[dict[str, Any]]) -> dict[str, int]:

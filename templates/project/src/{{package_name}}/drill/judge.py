@@ -20,7 +20,7 @@ from ..runtime.external import a_redone_call, applied_effects, redone_by_process
 from ..runtime.strategy import Context
 from ..runtime.strategy import load as load_strategy
 from ..settings import Settings
-from . import evidence, operator, verdict
+from . import evidence, reconciler, verdict
 from .checks import calls, exits, history, resubmission
 from .durability import PROBE_ENV, collect
 
@@ -89,7 +89,7 @@ def judge(ctx: Context, settings: Settings, data_dir: Path, report: dict[str, An
         if stored is not _UNREADABLE:
             # A record whose call was in doubt when it was done keeps that answer in its result, also
             # after a person answered for the call (the re-send does not redo the record).
-            unknown = {rid for rid, _ in in_doubt + effects.answered_calls(ctx.data_dir, settings)}
+            unknown = {rid for rid, _ in in_doubt} | {r["record_id"] for r in effects.answered_calls(ctx.data_dir, settings)}
             failures += verdict.check_results(stored, a, skip, unknown=unknown)
         states = _read_back(strategy.stored_final_states, ctx, "final_state", failures)
         if states is not _UNREADABLE:
@@ -121,7 +121,7 @@ def judge(ctx: Context, settings: Settings, data_dir: Path, report: dict[str, An
     failures += exits.check_after_exit(seen["workers"], evidence.call_log(data_dir),
                                        evidence.held_in_doubt(ctx.data_dir, settings))
     failures += exits.check_acks(seen["workers"])
-    failures += operator.check(report.get("operator") or [])
+    failures += reconciler.check(report.get("operator") or [])
     failures += verdict.check_run(report, promise=strategy.REDONE_CALLS_PER_KILL,
                                   redone_example=a_redone_call(data_dir) if report["redone_calls"] else None,
                                   failed_task=failed_task, log_path=str(data_dir / "drill-workers.log"),

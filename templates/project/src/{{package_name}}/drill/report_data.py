@@ -92,7 +92,7 @@ def build_report(drill: Any, plan: schedule_module.Schedule, checked: dict[str, 
         "schedule": {"file": str(schedule_path), "seed": plan.seed, "kinds": plan.kinds, "skipped": plan.skipped,
                      "events": plan.events},
         "history": str(drill.history.path),
-        # Calls a person released (reconcile, after the run: operator.py) are theirs, not the resubmission's.
+        # Calls a person released (reconcile, after the run: reconciler.py) are theirs, not the resubmission's.
         "resubmissions": [resubmission(o, data_dir, min((p["calls_before"] for p in drill.operator), default=None))
                           for o in history_module.of(ops, "submit") if o.get("event") is not None],
         "key_reuse": [{k: o.get(k) for k in ("event", "key", "outcome", "message")}

@@ -35,9 +35,10 @@ from .durability import Probe
 from .history import History
 from .judge import INPUT_FILE, ORACLE_CLOCK_SHIFT_S, PROBE_DIR, judge, start_oracle
 from .nemesis import KILLS, Nemesis
-from .operator import Operator
+from .reconciler import Operator
 from .progress import POLL_S, Progress
 from .report_data import aimed_windows, build_report, signal_name
+from .tally import Tally
 from .workers import HOST_DIR, Pool, worker_env
 
 PROGRESS_EVERY_S = 0.2  # --events progress lines
@@ -228,7 +229,7 @@ class Drill:
             time.sleep(POLL_S)
 
     def _operator(self, event: dict[str, Any]) -> dict[str, Any]:
-        """Every worker ended: a person answers the calls in doubt, and the job runs again (operator.py)."""
+        """Every worker ended: a person answers the calls in doubt, and the job runs again (reconciler.py)."""
         outcome = Operator(self.drill_ctx.data_dir, self.pool, self.history).play(
             event, self.progress.applied(), self.progress.calls())
         self.tally.injected(event, outcome, self.emit, self.t, self.progress.applied())
@@ -329,56 +330,6 @@ class Drill:
     def _expected_count(self) -> int:
         """What must happen: the input x the steps job.py declares (never the strategy's say-so)."""
         return len(self.records) * len(job.STEPS)
-
-
-class Tally:
-    """What the faults did, as the report counts it (the history has every detail)."""
-
-    def __init__(self) -> None:
-        self.recovery_ms: list[float] = []
-        self.pending: list[tuple[int, int, float]] = []  # (kill number, effects at restart, when)
-        self.graceful: list[dict[str, Any]] = []
-        self.worker_failures: list[int] = []
-        self.kills_landed = 0
-        self.kills_by_window: dict[str, int] = {}
-        self.injected_by_kind: dict[str, int] = {}
-        self.restarts = 0
-
-    def injected(self, event: dict[str, Any], outcome: dict[str, Any], emit: Callable[[dict[str, Any]], None],
-                 t: Callable[[], float], done: int) -> None:
-        kind = event["kind"]
-        self.injected_by_kind[kind] = self.injected_by_kind.get(kind, 0) + 1
-        if kind in ("sigkill", "sigterm"):
-            self.kills_landed += 1
-            where = event.get("window") or (f"point {event['point']}" if "point" in event else
-                                             event.get("crash_point") or "unaimed")
-            self.kills_by_window[where] = self.kills_by_window.get(where, 0) + 1
-        if "exit_code" in outcome:
-            self.graceful.append({k: outcome[k] for k in ("exit_code", "exit_s", "within_grace", "finished_first")
-                                  if k in outcome} | {"kind": kind})
-        if kind in KILLS or "window" in event or "point" in event:
-            signal_name = "SIGTERM" if kind in ("sigterm", "other-host") else "SIGKILL"
-            emit({"event": "kill", "n": event["n"], "kind": kind, "signal": signal_name, "done": done, "t": t(),
-                  **({"window": event["window"]} if "window" in event else {}),
-                  **{k: v for k, v in outcome.items() if k not in ("landed",)}})
-        else:
-            emit({"event": "fault", "n": event["n"], "kind": kind, "done": done, "t": t(), **outcome})
-
-    def restarted(self, done: int, emit: Callable[[dict[str, Any]], None], t: Callable[[], float]) -> None:
-        self.restarts += 1
-        self.pending.append((self.restarts, done, time.monotonic()))
-        emit({"event": "restart", "n": self.restarts, "t": t()})
-
-    def recovered(self, done: int, now: float, emit: Callable[[dict[str, Any]], None], t: Callable[[], float],
-                  *, everyone_gone: bool) -> None:
-        """Recovery time = restart -> the first new effect at the service."""
-        for item in list(self.pending):
-            n, at_restart, when = item
-            if done > at_restart or everyone_gone:
-                ms = round((now - when) * 1000, 1)
-                self.recovery_ms.append(ms)
-                emit({"event": "recovered", "n": n, "ms": ms, "t": t()})
-                self.pending.remove(item)
 
 
 def _refuse_a_held_workload(ctx: Context) -> None:

@@ -47,7 +47,7 @@ def arming(event: dict[str, Any] | None) -> dict[str, str]:
         return {faults.AIM_ENV: f"{event['window']}:{event['pass']}"}
     if "point" in event:
         return {POINT_ENV: str(event["point"])}
-    if "crash_point" in event:  # the operator's run (operator.py): KIND:N of runtime/faults.py
+    if "crash_point" in event:  # the operator's run (reconciler.py): KIND:N of runtime/faults.py
         return {faults.CRASH_ENV: event["crash_point"]}
     return {}
 

@@ -79,7 +79,7 @@ SELECT_DOUBTS = """
 SELECT call_key, record_id, step, status, sends, first_at, doubt_at, resolved_at FROM effect_calls
 WHERE status IN ('in_doubt', 'resent', 'not_applied', 'releasing') ORDER BY doubt_at, call_key"""
 SELECT_RELEASED = "SELECT * FROM effect_calls WHERE status IN ('not_applied', 'releasing') ORDER BY call_key"
-SELECT_ANSWERED = "SELECT record_id, step FROM effect_calls WHERE resolved_at IS NOT NULL"
+SELECT_ANSWERED = "SELECT record_id, step, doubt_at FROM effect_calls WHERE resolved_at IS NOT NULL AND doubt_at IS NOT NULL"
 COUNT_BY_STATUS = "SELECT status, COUNT(*) AS n, SUM(sends) AS sends FROM effect_calls GROUP BY status"
 
 
@@ -307,13 +307,13 @@ def has_ledger(data_dir: Path, settings: Settings) -> bool:
     return (Path(data_dir) / "state.db").exists()
 
 
-def answered_calls(data_dir: Path, settings: Settings) -> list[tuple[str, str]]:
-    """(record_id, step) of every call a person answered (``reconcile``; the drill's results check)."""
+def answered_calls(data_dir: Path, settings: Settings) -> list[dict[str, Any]]:
+    """Every call held in doubt that a person answered since (``reconcile``): record_id, step, doubt_at."""
     if KIND != "plain" or not has_ledger(data_dir, settings):
         return []
     ledger = Ledger.open(data_dir, settings)
     try:
-        return [(r["record_id"], r["step"]) for r in ledger.store.all(SELECT_ANSWERED)]
+        return ledger.store.all(SELECT_ANSWERED)
     finally:
         ledger.close()
 

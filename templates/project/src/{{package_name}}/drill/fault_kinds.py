@@ -1,0 +1,78 @@
+"""The drill's fault kinds: what each does and proves (``drill --help``, the docs, the report),
+which a default drill draws, and whether a kind applies to this project (``not_applicable``:
+the report says why not). schedule.py draws them into a plan.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..runtime import effects
+from ..runtime.store import is_postgresql
+
+#: Every fault kind: what it does and what it proves (drill --help, the docs, the report).
+KINDS: dict[str, str] = {
+    "sigkill": "a worker killed with SIGKILL (timed, or aimed at a window with --aim): the committed state decides",
+    "sigterm": "a worker asked to stop with SIGTERM: exit 0 within the grace period, nothing left in doubt",
+    "other-host": "a worker stopped with SIGTERM and its successor started under another host id: the claim "
+                  "must have been released (another host cannot see the pid)",
+    "service-fail": "the external service refuses a few calls before applying them: the job retries",
+    "service-timeout": "the external service applies a few calls, then times out: the job cannot tell (in doubt)",
+    "resubmit-same": "part of the input submitted again under its correlation id (a producer retrying, a broker "
+                     "redelivering): nothing queued twice",
+    "resubmit-new": "records already done submitted again under a new correlation id: refused, or deduped by "
+                    "their business key, as the strategy promises",
+    "store-outage": "the state store taken away for longer than busy_timeout (SQLite: another connection holds "
+                    "the write lock): the workers ride it out",
+    "key-reuse": "an idempotency key reused with a different request: refused",
+    "redelivery": "a consumer killed after its commit, before its ack: the broker delivers the message again",
+    "submit-crash": "the input submitted by a process killed just before its last commit, then submitted again "
+                    "under the same correlation id (a producer crashing and retrying): every record queued once",
+    "reconcile": "after the run, the calls in doubt answered as a person would (from what the service applied), "
+                 "the next run killed just after its first re-send, answered again, finished: a call answered "
+                 "'not applied' sent once more and no more, one answered 'applied' never again",
+    "power-loss": "reserved: a kill that also drops every write not fsynced (the power-loss drill)",
+}
+#: The kinds a default drill draws (power-loss is the power-loss drill's own).
+DEFAULT_KINDS = tuple(kind for kind in KINDS if kind != "power-loss")
+#: Kinds that happen once, before the workers start: neither timed nor armed.
+SETUP_KINDS = ("submit-crash",)
+#: Kinds that happen once, after every worker ended: neither timed nor armed.
+FINAL_KINDS = ("reconcile",)
+
+
+# ------------------------------------------------------------------ applicability
+def not_applicable(kind: str, strategy: Any, settings: Any, *, aimed: bool = False) -> str | None:
+    """Why ``kind`` cannot be drilled on this project (None: it can); ``aimed``: the kills are armed."""
+    files = getattr(strategy, "STATE_STORE", "database") == "files"
+    queue = getattr(strategy, "drill_submit", None) is not None
+    declared = (getattr(strategy, "DRILL_SKIPS", None) or {}).get(kind)
+    if declared:
+        return str(declared)
+    if kind == "power-loss":
+        return "run by the power-loss drill"
+    if kind == "store-outage":
+        if files:
+            return "the state is in files: there is no store to take away"
+        if is_postgresql(settings.database_url):
+            return "the drill does not own the PostgreSQL server (tests restart one they start themselves)"
+    if kind == "other-host" and files:
+        return "the file variant runs one worker per data directory on one host"
+    if kind == "other-host" and aimed:
+        return "--aim arms every worker, and a graceful stop is only asked of an unarmed one"
+    if kind == "redelivery" and not queue:
+        return "the input is not a queue"
+    if kind == "submit-crash" and queue:
+        return "the input is published to a queue: there is no submit to crash"
+    if kind == "submit-crash" and is_postgresql(settings.database_url):
+        return ("the drill counts a submit's persistence points on a scratch store first, and a PostgreSQL "
+                "database is shared")
+    if kind == "resubmit-new" and getattr(strategy, "RESUBMITTED_RECORD", "new-work") == "new-work":
+        return (f"the {getattr(strategy, 'NAME', '?')} strategy takes a new correlation id as new work: its records "
+                "are processed again (docs/generated-project.md, resubmitting)")
+    if kind == "key-reuse" and getattr(strategy, "drill_reuse_key", None) is None:
+        return "no client-chosen idempotency keys in this strategy"
+    if kind == "reconcile" and (effects.KIND, effects.POLICY) != ("plain", "at-most-once"):
+        return ("only plain calls at most once wait for a person's answer (the others are deduped, looked up or "
+                "re-sent by the job itself)")
+    return None
