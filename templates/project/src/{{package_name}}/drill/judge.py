@@ -78,6 +78,8 @@ def judge(ctx: Context, settings: Settings, data_dir: Path, report: dict[str, An
         failures.append(verdict.failure("results", f"{exc}; results could not be checked"))
     policy = report["plain_policy"] or ""
     in_doubt = effects.in_doubt_calls(ctx.data_dir, settings)  # the ledger: the workers' state.db
+    # Held in doubt at some point: still, or until a person answered (the reconcile fault).
+    held = evidence.held_in_doubt(ctx.data_dir, settings)
     failures += verdict.check_effects(applied, expected, a, policy=policy, in_doubt=set(in_doubt),
                                       resent=report["possible_duplicates"])
     if a is not None:
@@ -89,8 +91,7 @@ def judge(ctx: Context, settings: Settings, data_dir: Path, report: dict[str, An
         if stored is not _UNREADABLE:
             # A record whose call was in doubt when it was done keeps that answer in its result, also
             # after a person answered for the call (the re-send does not redo the record).
-            unknown = {rid for rid, _ in in_doubt} | {r["record_id"] for r in effects.answered_calls(ctx.data_dir, settings)}
-            failures += verdict.check_results(stored, a, skip, unknown=unknown)
+            failures += verdict.check_results(stored, a, skip, unknown={rid for rid, _, _ in held})
         states = _read_back(strategy.stored_final_states, ctx, "final_state", failures)
         if states is not _UNREADABLE:
             failures += verdict.check_final_states(states, a, skip, job.fold)
@@ -119,7 +120,7 @@ def judge(ctx: Context, settings: Settings, data_dir: Path, report: dict[str, An
     report["exits"] = evidence.exits_summary(seen["workers"])
     failures += exits.check_held(seen["workers"])
     failures += exits.check_after_exit(seen["workers"], evidence.call_log(data_dir),
-                                       evidence.held_in_doubt(ctx.data_dir, settings))
+                                       held)
     failures += exits.check_acks(seen["workers"])
     failures += reconciler.check(report.get("operator") or [])
     failures += verdict.check_run(report, promise=strategy.REDONE_CALLS_PER_KILL,

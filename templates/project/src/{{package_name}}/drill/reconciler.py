@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from .. import settings as settings_module
+from ..runtime.effects import AWAITING_ANSWER
 from ..runtime.external import EXTERNAL_DB, applied_effects
 from .history import History
 from .verdict import Failure, failure
@@ -37,8 +38,6 @@ from .workers import Pool, worker_env
 COMMAND_S = 300.0
 #: The point the second run dies at: just after its first external call returned.
 FIRST_RETURN = "called:1"
-#: The ledger's states a person answers (reconcile.OPEN); the others await their re-send.
-OPEN = ("in_doubt", "resent")
 
 
 class Operator:
@@ -71,7 +70,7 @@ class Operator:
     def answer(self, event: dict[str, Any]) -> dict[str, int]:
         """Every open call answered by the truth, the way the event says; the counts."""
         listing = self._command(["--json"])
-        calls = [c for c in (json.loads(listing).get("calls", []) if listing else []) if c["status"] in OPEN]
+        calls = [c for c in (json.loads(listing).get("calls", []) if listing else []) if c["status"] in AWAITING_ANSWER]
         truth = {(rid, step) for rid, step, _ in applied_effects(self.data_dir)}
         applied = {c["id"] for c in calls if (c["record_id"], c["step"]) in truth}
         counts = {"answered": len(calls), "applied": len(applied), "not_applied": len(calls) - len(applied)}

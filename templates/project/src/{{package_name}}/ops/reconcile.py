@@ -14,7 +14,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from ..runtime.effects import KIND, Ledger, doubt_rows, has_ledger, summary
+from ..runtime.effects import AWAITING_ANSWER, KIND, Ledger, doubt_rows, has_ledger, summary
 from ..runtime.errors import JobError
 from ..settings import Settings
 from ..runtime.store import check_data_dir
@@ -33,7 +33,7 @@ def resolve(data_dir: Path, settings: Settings, key: str, *, applied: bool) -> s
 
 
 #: A call still waiting for a person's answer.
-OPEN = ("in_doubt", "resent")
+OPEN = AWAITING_ANSWER
 
 
 def answer(ledger: Ledger, row: dict[str, Any], *, applied: bool) -> str:

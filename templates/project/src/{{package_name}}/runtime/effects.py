@@ -79,6 +79,8 @@ SELECT_DOUBTS = """
 SELECT call_key, record_id, step, status, sends, first_at, doubt_at, resolved_at FROM effect_calls
 WHERE status IN ('in_doubt', 'resent', 'not_applied', 'releasing') ORDER BY doubt_at, call_key"""
 SELECT_RELEASED = "SELECT * FROM effect_calls WHERE status IN ('not_applied', 'releasing') ORDER BY call_key"
+#: The ledger's states that wait for a person's answer (``reconcile``); not_applied and releasing wait for a re-send.
+AWAITING_ANSWER = ("in_doubt", "resent")
 SELECT_ANSWERED = "SELECT record_id, step, doubt_at FROM effect_calls WHERE resolved_at IS NOT NULL AND doubt_at IS NOT NULL"
 COUNT_BY_STATUS = "SELECT status, COUNT(*) AS n, SUM(sends) AS sends FROM effect_calls GROUP BY status"
 
@@ -281,7 +283,7 @@ def summary(data_dir: Path, settings: Settings) -> dict[str, Any]:
     rows = doubt_rows(data_dir, settings)
     if rows is None:
         return report
-    open_doubts = [r for r in rows if r["status"] in ("in_doubt", "resent") and r["resolved_at"] is None]
+    open_doubts = [r for r in rows if r["status"] in AWAITING_ANSWER and r["resolved_at"] is None]
     report.update(in_doubt=len(open_doubts), in_doubt_ids=[r["call_key"] for r in open_doubts],
                   possible_duplicates=sum(int(r["sends"]) - 1 for r in rows if r["status"] == "resent"),
                   awaiting_resend=sum(r["status"] in ("not_applied", "releasing") for r in rows))
