@@ -31,6 +31,9 @@ KINDS: dict[str, str] = {
     "reconcile": "after the run, the calls in doubt answered as a person would (from what the service applied), "
                  "the next run killed just after its first re-send, answered again, finished: a call answered "
                  "'not applied' sent once more and no more, one answered 'applied' never again",
+    "damaged-checkpoint": "a SIGKILL just after a call, then the newest generation of the checkpoint damaged (torn "
+                          "or rotten: it no longer checks out): the restart falls back to the generation before and "
+                          "treats the batch after it as maybe sent, by the effect's kind",
     "power-loss": "reserved: a kill that also drops every write not fsynced (the power-loss drill)",
 }
 #: The kinds a default drill draws (power-loss is the power-loss drill's own).
@@ -72,6 +75,11 @@ def not_applicable(kind: str, strategy: Any, settings: Any, *, aimed: bool = Fal
                 "are processed again (docs/generated-project.md, resubmitting)")
     if kind == "key-reuse" and getattr(strategy, "drill_reuse_key", None) is None:
         return "no client-chosen idempotency keys in this strategy"
+    if kind == "damaged-checkpoint" and getattr(strategy, "drill_damage_newest", None) is None:
+        return ("the recovery point is kept in one copy (a database), which refuses a damaged store with exit 2 "
+                "rather than falling back from it")
+    if kind == "damaged-checkpoint" and aimed:
+        return "--aim arms every kill, and the damage follows a timed SIGKILL"
     if kind == "reconcile" and (effects.KIND, effects.POLICY) != ("plain", "at-most-once"):
         return ("only plain calls at most once wait for a person's answer (the others are deduped, looked up or "
                 "re-sent by the job itself)")

@@ -97,6 +97,8 @@ class Nemesis:
             alive = [slot for slot in alive if self.pool.armed[slot] is None]
         if not alive:
             return None
+        if event.get("damage") and self.strategy.drill_damage_newest(self.ctx, None)["file"] is None:
+            return None  # no older generation to fall back to yet (the first batch): later
         slot = alive[event.get("slot", 0) % len(alive)]
         moment = event.get("moment", "anywhere")
         if moment == "recovering":
@@ -118,6 +120,8 @@ class Nemesis:
             elif moment == "after-commit":
                 self.progress.await_commit(give_up_at=int(COMMIT_AIM_UNTIL * self.expected()))
             outcome = self.pool.sigkill(slot, event, self.progress.applied())
+            if outcome["landed"] and event.get("damage"):
+                outcome["damaged"] = self._damage(event, done)
         else:
             outcome = self.pool.sigterm(slot, event, self.ctx.settings.grace_period_s, self.progress.applied())
             if event["kind"] == "other-host" and outcome["landed"]:
@@ -125,6 +129,14 @@ class Nemesis:
         if not outcome["landed"]:
             return None  # it had exited (or never got ready): try another moment
         return {**outcome, "slot": slot}  # the runner restarts the slot
+
+    def _damage(self, event: dict[str, Any], done: int) -> str | None:
+        """The killed worker's newest checkpoint generation damaged before its successor starts
+        (the damaged-checkpoint fault): the file damaged, or None with the reason in the history."""
+        what = self.strategy.drill_damage_newest(self.ctx, event["damage"])
+        self.history.add("fault", event=event["n"], kind="damaged-checkpoint", done=done,
+                         **{"how": event["damage"], **what})
+        return what.get("file")
 
     # ------------------------------------------------------------------- service
     def _service(self, event: dict[str, Any], done: int, **counts: int) -> dict[str, Any] | None:

@@ -51,6 +51,8 @@ def build_report(drill: Any, plan: schedule_module.Schedule, checked: dict[str, 
     planned: dict[str, int] = {}
     for event in plan.events:
         planned[event["kind"]] = planned.get(event["kind"], 0) + 1
+        if event.get("damage"):  # a SIGKILL that also damages the newest checkpoint generation
+            planned["damaged-checkpoint"] = planned.get("damaged-checkpoint", 0) + 1
     return {
         "strategy": plan.strategy,
         "records": len(drill.records),

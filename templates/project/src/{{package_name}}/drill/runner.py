@@ -39,6 +39,7 @@ from .reconciler import Operator
 from .progress import POLL_S, Progress
 from .report_data import aimed_windows, build_report, signal_name
 from .tally import Tally
+from .verdict import failure
 from .workers import HOST_DIR, Pool, worker_env
 
 PROGRESS_EVERY_S = 0.2  # --events progress lines
@@ -177,13 +178,20 @@ class Drill:
         expected = {(str(r["record_id"]), step) for r in records for step in job.STEPS}
         checked = verify(data_dir, expected)
         calls = effects.summary(data_dir, self.ctx.settings)  # the kind, its promise, the calls in doubt
-        state = strategy.status(ctx)
+        try:
+            state = strategy.status(ctx)
+        except Exception as exc:  # a store the faults left unreadable: a verdict, not a crash of the drill
+            state = {"total": len(records), "done": 0, "tasks": [], "unreadable": f"{type(exc).__name__}: {exc}"}
         report = build_report(self, plan, checked, calls, state, expected, wall_s, data_dir, schedule_path)
         extras = getattr(strategy, "drill_report", None)  # a strategy's own figures (replayed batches skipped)
         if extras is not None:
             report.update(extras(ctx))
         report["operator"] = self.operator
         report["failures"] = judge(ctx, self.ctx.settings, data_dir, report, expected, records, self.oracles, state)
+        if state.get("unreadable"):
+            report["unreadable_store"] = state["unreadable"]
+            report["failures"].insert(0, failure("store_corrupt", "after the run the strategy cannot read what it "
+                                                                  f"stored: {state['unreadable']}"))
         report["ok"] = report["failures"] == []
         return report  # command.py emits it (after shrinking a failure)
 
@@ -264,7 +272,10 @@ class Drill:
         """Every worker ended: the records not finished. Workers that quit with work left (a task
         held by a worker that is gone) are a finding (``incomplete``), never papered over by more
         work; only what the drill itself queued too late for them is run once more (_rerun)."""
-        state = self.ctx.strategy.status(self.drill_ctx)
+        try:
+            state = self.ctx.strategy.status(self.drill_ctx)
+        except Exception:  # unreadable: nothing more can run on it, and the verdict says so (run())
+            return 0
         return max(0, int(state["total"]) - int(state["done"]) - int(state.get("failed", 0)))
 
     def _queued_after_every_look(self, undone: int) -> bool:

@@ -48,6 +48,9 @@ The other fields, by kind:
                      (``reconcile --from-export``); then one run is killed just after its
                      first call returns (the released re-send), the calls now in doubt are
                      answered again, and a last run finishes (reconciler.py)
+    damaged-checkpoint  no event of its own: one timed SIGKILL (after-effect) carries ``damage``:
+                     torn | rot, done to the newest checkpoint generation once the worker is dead
+                     (strategies with ``drill_damage_newest``); its successor falls back a generation
     power-loss       reserved for the power-loss drill (issue 21): kill and drop what
                      was not fsynced (LazyFS)
 
@@ -115,6 +118,9 @@ REFUSAL_STOPS = 1
 #: the work ran out, it lands in the run the drill extends the work with. Drawn with a generator
 #: of its own, like RECOVERING_EVERY.
 LATE_RESUBMIT_AFTER = (0.02, 0.05)
+#: How a damaged-checkpoint kill leaves the newest generation: cut short, as a torn write leaves
+#: a file, or one character changed, as a rotten sector does.
+DAMAGE = ("torn", "rot")
 LATE_RESUBMIT_BY = 0.97
 
 
@@ -224,6 +230,9 @@ def plan(strategy: Any, settings: Any, *, seed: int, records: int, kills: int, w
         events.insert(0, {"kind": "submit-crash", "crash_at": "last"})
     if "resubmit-new" in usable and any(e["kind"] in ("sigkill", "sigterm") for e in events):
         events.append(_late_resubmission(events, random.Random(f"{seed}:late"), records))
+    if "damaged-checkpoint" in usable and not _damage_one(events, random.Random(f"{seed}:damaged")):
+        usable.remove("damaged-checkpoint")
+        skipped["damaged-checkpoint"] = "no timed SIGKILL in this run for the damage to follow (--sigterm, or no kills)"
     if "reconcile" in usable:  # its own generator, like RECOVERING_EVERY: the other events stay as they were
         drawn = random.Random(f"{seed}:reconcile")
         events.append({"kind": "reconcile", "how": drawn.choice(RECONCILE_HOW)})
@@ -324,6 +333,18 @@ def _after_refusal(events: list[dict[str, Any]], rng: random.Random, usable: lis
         event["moment"] = "after-refusal"
 
 
+def _damage_one(events: list[dict[str, Any]], rng: random.Random) -> bool:
+    """One timed SIGKILL (none that lands in a recovery) also damages the newest generation of the
+    checkpoint once the worker is dead; it lands just after a call went out, before the commit that
+    records it, so the damaged generation is one whose calls were sent. False: none to pick."""
+    kills = [e for e in events if e["kind"] == "sigkill" and "at" in e and e.get("moment") != "recovering"]
+    if not kills:
+        return False
+    chosen = rng.choice(kills)
+    chosen["moment"], chosen["damage"] = "after-effect", rng.choice(DAMAGE)
+    return True
+
+
 def _late_resubmission(events: list[dict[str, Any]], rng: random.Random, records: int) -> dict[str, Any]:
     """The resubmission of the records done last, just after the last kill or outage (LATE_RESUBMIT_AFTER)."""
     restarts = ("sigkill", "sigterm", "other-host", "store-outage")
@@ -371,7 +392,8 @@ def describe(event: dict[str, Any]) -> str:
              "reconcile": lambda e: ("calls in doubt answered " + ("one by one" if e.get("how") == "each"
                                                                     else "from the service's export")
                                      + "; the next run killed after its first re-send"),
-             "sigkill": lambda e: e.get("moment", "") if "at" in e else "",
+             "sigkill": lambda e: (e.get("moment", "") + (f", then the newest checkpoint {e['damage']}"
+                                                          if e.get("damage") else "")) if "at" in e else "",
              "sigterm": lambda e: e.get("moment", "")}.get(event["kind"])
     detail = extra(event) if extra else ""
     return f"#{event['n']} {event['kind']} {where}" + (f": {detail}" if detail else "")

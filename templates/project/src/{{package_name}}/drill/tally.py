@@ -27,6 +27,10 @@ class Tally:
                  t: Callable[[], float], done: int) -> None:
         kind = event["kind"]
         self.injected_by_kind[kind] = self.injected_by_kind.get(kind, 0) + 1
+        if outcome.get("damaged"):  # the kill's damage landed too (nemesis.py): a fault of its own
+            self.injected_by_kind["damaged-checkpoint"] = self.injected_by_kind.get("damaged-checkpoint", 0) + 1
+            emit({"event": "fault", "n": event["n"], "kind": "damaged-checkpoint", "done": done, "t": t(),
+                  "file": outcome["damaged"], "how": event.get("damage")})
         if kind in ("sigkill", "sigterm"):
             self.kills_landed += 1
             where = event.get("window") or (f"point {event['point']}" if "point" in event else

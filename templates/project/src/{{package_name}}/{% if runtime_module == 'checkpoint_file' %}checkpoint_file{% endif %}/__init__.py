@@ -43,8 +43,8 @@ from ..runtime.shutdown import Shutdown
 from ..runtime.store import check_data_dir, workload_held
 from ..runtime.strategy import Context, Submitted, percent
 from ..settings import Settings
-from .files import (CHECKPOINT_FILE, INPUT, INPUT_FILE, PREVIOUS_FILE, initial_progress, load_checkpoint, log,
-                    save_checkpoint, write_atomic)
+from .files import (CHECKPOINT_FILE, DAMAGED_FILE, INPUT, INPUT_FILE, PREVIOUS_FILE, damage_newest, initial_progress,
+                    load_checkpoint, log, save_checkpoint, set_aside, write_atomic)
 
 NAME = "checkpoint"
 MULTI_WORKER = False
@@ -75,7 +75,8 @@ LOCK_FILE = "worker.lock"
 SUBMIT_LOCK_FILE = "submit.lock"
 #: No state store tables: `reset` removes these files from the data directory instead (strategy.py).
 STORE_TABLES: tuple[str, ...] = ()
-STATE_FILES = (INPUT_FILE, CHECKPOINT_FILE, PREVIOUS_FILE, CHECKPOINT_FILE + ".tmp", LOCK_FILE, SUBMIT_LOCK_FILE)
+STATE_FILES = (INPUT_FILE, CHECKPOINT_FILE, PREVIOUS_FILE, CHECKPOINT_FILE + ".tmp", DAMAGED_FILE, LOCK_FILE,
+               SUBMIT_LOCK_FILE)
 
 
 # ---------------------------------------------------------------------- submit
@@ -158,6 +159,7 @@ def _work(ctx: Context, shutdown: Shutdown, limit: int | None, payload: dict[str
     suspect: set[int] = set(range(*state["prepared"])) if state["prepared"] else set()
     if source == PREVIOUS_FILE:
         suspect |= set(range(offset, offset + settings.batch_size))
+        set_aside(ctx.data_dir)  # the newest, if it is there, is unreadable: out of the rotation
     if offset:
         log(f"resuming at offset {offset}/{len(records)} from {source}")
     state.update(instance_id=uuid.uuid4().hex, claimed_at=time.time(), claimed_offset=offset)
@@ -216,6 +218,13 @@ def _effect(calls: effects.Effects, record: dict[str, Any], *, recovering: bool)
         return calls.call(record_id, step, key, payload, recovering=recovering)
 
     return effect
+
+
+# ------------------------------------------------------------------ the drill
+def drill_damage_newest(ctx: Context, how: str | None) -> dict[str, Any]:
+    """The drill's damaged-checkpoint fault, on a killed worker's data directory (files.py);
+    ``how`` None: only whether it could land now (an older generation to fall back to)."""
+    return damage_newest(ctx.data_dir, how)
 
 
 # ---------------------------------------------------------------------- status

@@ -24,6 +24,9 @@ from ..runtime.state import StateCodec
 INPUT_FILE = "input.json"
 CHECKPOINT_FILE = "checkpoint.json"
 PREVIOUS_FILE = "checkpoint.json.1"
+#: Where an unreadable newest generation is moved once the run has fallen back from it: kept for
+#: a look, and out of the rotation (see set_aside).
+DAMAGED_FILE = "checkpoint.json.damaged"
 
 
 def _input_v1_to_v2(data: dict[str, Any]) -> dict[str, Any]:
@@ -135,6 +138,46 @@ def load_checkpoint(data_dir: Path) -> tuple[dict[str, Any] | None, str | None]:
                                 f"{data_dir} ({'; '.join(problems)}); restore one from a replica "
                                 "or delete both files to start over")
     return None, None
+
+
+def set_aside(data_dir: Path) -> None:
+    """After falling back a generation: move the unreadable newest one aside. Left in place, the
+    next save would rotate it into the previous generation, and a kill between that save's two
+    renames would then leave no readable generation at all."""
+    path = data_dir / CHECKPOINT_FILE
+    if path.exists():
+        os.replace(path, data_dir / DAMAGED_FILE)
+        _fsync_dir(data_dir)
+        log(f"unreadable {CHECKPOINT_FILE} kept as {DAMAGED_FILE}")
+
+
+def damage_newest(data_dir: Path, how: str | None) -> dict[str, Any]:
+    """The drill's damaged-checkpoint fault, after a kill: the newest generation cut short (``how``
+    "torn", as a torn write leaves a file) or with one character of its body changed ("rot", as a
+    rotten sector does), so that its JSON or its checksum no longer holds. Only while an older
+    readable generation exists to fall back to: with one generation, damage is a lost checkpoint,
+    which the run refuses (exit 2) by design. ``how`` None: only say whether it could."""
+    newest, previous = data_dir / CHECKPOINT_FILE, data_dir / PREVIOUS_FILE
+    if not (newest.exists() and previous.exists()):
+        return {"file": None, "why": "no older generation to fall back to yet"}
+    try:
+        read_generation(previous)
+    except CorruptStateError:
+        return {"file": None, "why": f"{PREVIOUS_FILE} is unreadable: damaging {CHECKPOINT_FILE} would leave none"}
+    if how is None:
+        return {"file": CHECKPOINT_FILE}
+    text = newest.read_text(encoding="utf-8")
+    if how == "torn":
+        damaged = text[:len(text) // 2]
+    else:
+        doc = json.loads(text)
+        body = doc["body"]
+        digits = [i for i, c in enumerate(body) if c.isdigit()]  # the offset, a count, a time: still JSON
+        at = digits[len(digits) // 2] if digits else None
+        doc["body"] = body + " " if at is None else body[:at] + str((int(body[at]) + 1) % 10) + body[at + 1:]
+        damaged = json.dumps(doc)
+    newest.write_text(damaged, encoding="utf-8")
+    return {"file": CHECKPOINT_FILE, "how": how}
 
 
 def initial_progress() -> dict[str, Any]:
