@@ -191,6 +191,17 @@ def test_file_variant_falls_back_to_the_previous_generation(file_dir: Path) -> N
     assert report["external"]["in_doubt_applied"] == 1  # r0000004 got through
 
 
+def test_file_variant_shows_a_generation_set_aside_after_a_fallback(file_dir: Path) -> None:
+    # The project moves an unreadable newest generation aside once it fell back from it.
+    (file_dir / "checkpoint.json").rename(file_dir / "checkpoint.json.damaged")
+    report = inspect_dir(file_dir)
+    text = render_text(report)
+    assert ("checkpoint.json.damaged (set aside): a newest generation a run could not read (checksum mismatch) "
+            "and fell back from") in text
+    assert "the job resumes at record 4 of 10 from checkpoint.json.1 (falling back: missing)" in text
+    assert [p["status"] for p in report["recovery_points"]] == ["missing", "valid", "set aside"]
+
+
 @pytest.mark.parametrize("wal_open", [True, False], ids=["writer-open-wal-and-shm", "closed-no-wal"])
 def test_reading_changes_nothing(checkpoint_dir: Path, wal_open: bool) -> None:
     writer = None

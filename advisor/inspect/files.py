@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from advisor.inspect.reading import Point, Reading, ago, steps_of
-from advisor.inspect.sources import FILE_CHECKPOINTS, FILE_INPUT, InspectError
+from advisor.inspect.sources import FILE_CHECKPOINTS, FILE_INPUT, FILE_SET_ASIDE, InspectError
 
 
 def _read_json(path: Path) -> Any:
@@ -67,6 +67,11 @@ def checkpoint_file(data_dir: Path, batch_size: int) -> Reading:
                                     "written_at": data.get("written_at"), "job_state": data.get("job_state")}))
         if used is None:
             used = (name, data)
+    if (data_dir / FILE_SET_ASIDE).exists():  # a run fell back from it: evidence, never read by the job
+        _, verdict = read_generation(data_dir / FILE_SET_ASIDE)
+        points.append(Point(FILE_SET_ASIDE, "file", "set aside",
+                            f"{FILE_SET_ASIDE} (set aside): a newest generation a run could not read ({verdict}) "
+                            "and fell back from; the job never reads it", detail={"checksum": verdict}))
     in_doubt: list[dict[str, str]] = []
     if used is None:
         bad = [p for p in points if p.status != "missing"]

@@ -31,6 +31,8 @@ EXTERNAL_DB = "external.db"
 ANSWERS_FILE = ".copier-answers.yml"
 FILE_INPUT = "input.json"
 FILE_CHECKPOINTS = ("checkpoint.json", "checkpoint.json.1")
+#: Where the project moves an unreadable newest generation after falling back from it.
+FILE_SET_ASIDE = "checkpoint.json.damaged"
 DRILL_INPUT = "drill-input.json"
 
 
