@@ -232,7 +232,8 @@ def plan(strategy: Any, settings: Any, *, seed: int, records: int, kills: int, w
         events.append(_late_resubmission(events, random.Random(f"{seed}:late"), records))
     if "damaged-checkpoint" in usable and not _damage_one(events, random.Random(f"{seed}:damaged")):
         usable.remove("damaged-checkpoint")
-        skipped["damaged-checkpoint"] = "no timed SIGKILL in this run for the damage to follow (--sigterm, or no kills)"
+        skipped["damaged-checkpoint"] = ("no timed SIGKILL for the damage to follow: it needs --kills, the sigkill "
+                                         "kind, and no --sigterm")
     if "reconcile" in usable:  # its own generator, like RECOVERING_EVERY: the other events stay as they were
         drawn = random.Random(f"{seed}:reconcile")
         events.append({"kind": "reconcile", "how": drawn.choice(RECONCILE_HOW)})
