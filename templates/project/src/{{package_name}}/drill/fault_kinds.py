@@ -31,9 +31,9 @@ KINDS: dict[str, str] = {
     "reconcile": "after the run, the calls in doubt answered as a person would (from what the service applied), "
                  "the next run killed just after its first re-send, answered again, finished: a call answered "
                  "'not applied' sent once more and no more, one answered 'applied' never again",
-    "damaged-checkpoint": "a SIGKILL just after a call, then the newest generation of the checkpoint damaged (torn "
-                          "or rotten: it no longer checks out): the restart falls back to the generation before and "
-                          "treats the batch after it as maybe sent, by the effect's kind",
+    "damaged-checkpoint": "SIGKILLs just after a call, each then damaging the newest generation of the checkpoint "
+                          "(one torn, one rotten: it no longer checks out): the restart notices, falls back to the "
+                          "generation before and treats the batch after it as maybe sent, by the effect's kind",
     "power-loss": "reserved: a kill that also drops every write not fsynced (the power-loss drill)",
 }
 #: The kinds a default drill draws (power-loss is the power-loss drill's own).

@@ -48,9 +48,9 @@ The other fields, by kind:
                      (``reconcile --from-export``); then one run is killed just after its
                      first call returns (the released re-send), the calls now in doubt are
                      answered again, and a last run finishes (reconciler.py)
-    damaged-checkpoint  no event of its own: one timed SIGKILL (after-effect) carries ``damage``:
-                     torn | rot, done to the newest checkpoint generation once the worker is dead
-                     (strategies with ``drill_damage_newest``); its successor falls back a generation
+    damaged-checkpoint  no event of its own: a timed SIGKILL (after-effect) carries ``damage``: torn
+                     (and another rot), done to the newest checkpoint generation once the worker is
+                     dead (strategies with ``drill_damage_newest``); its successor falls back
     power-loss       reserved for the power-loss drill (issue 21): kill and drop what
                      was not fsynced (LazyFS)
 
@@ -75,6 +75,8 @@ from typing import Any
 from ..runtime.errors import JobError
 # The kinds and whether each applies here live in fault_kinds.py; schedule.KINDS etc. stay the names to use.
 from .fault_kinds import DEFAULT_KINDS, FINAL_KINDS, KINDS, SETUP_KINDS, not_applicable  # noqa: F401
+# Where some kills land (a recovery, a refusal) and which damage a checkpoint: moments.py.
+from .moments import DAMAGE, SERVICE_CALLS, after_refusal, damage_some, in_recovery  # noqa: F401
 
 FORMAT = 1
 
@@ -94,21 +96,11 @@ SIGTERM_SHARE = 0.3
 EARLIEST, LATEST = 0.05, 0.9
 #: A successor on another host comes first, before any kill (see _timed).
 OTHER_HOST_AT = (0.02, 0.045)
-#: Calls a service fault refuses or times out: below every strategy's retry budget.
-SERVICE_CALLS = (1, 3)
 #: Records a resubmission carries (a fraction of the input, at least 1).
 RESUBMIT_SHARE = 0.05
 #: An aimed kill lands the N-th time the worker passes its window, N in 1..AIM_SPREAD.
 AIM_SPREAD = 3
 MOMENTS = ("anywhere", "after-effect", "after-commit")
-#: Of a default drill's timed kills, one in this many (at least one from 3 kills on) follows a
-#: SIGKILL and lands while its successor recovers (moment "recovering"). Drawn with a random
-#: generator of its own: the other events of a seed stay as they were.
-RECOVERING_EVERY = 3
-#: With SIGTERMs and service refusals in a run, one SIGTERM lands just after the first burst of
-#: refusals (moment "after-refusal"), while the refused worker waits to retry. Drawn with a
-#: generator of its own, like RECOVERING_EVERY.
-REFUSAL_STOPS = 1
 #: With kills and ``resubmit-new`` in a run, one more resubmission lands soon after the last
 #: timed kill or store outage (this span of the expected effects later, and by LATE_RESUBMIT_BY),
 #: carrying the records done last: a client retrying what it has just sent, answered by the very
@@ -118,9 +110,6 @@ REFUSAL_STOPS = 1
 #: the work ran out, it lands in the run the drill extends the work with. Drawn with a generator
 #: of its own, like RECOVERING_EVERY.
 LATE_RESUBMIT_AFTER = (0.02, 0.05)
-#: How a damaged-checkpoint kill leaves the newest generation: cut short, as a torn write leaves
-#: a file, or one character changed, as a rotten sector does.
-DAMAGE = ("torn", "rot")
 LATE_RESUBMIT_BY = 0.97
 
 
@@ -218,19 +207,19 @@ def plan(strategy: Any, settings: Any, *, seed: int, records: int, kills: int, w
     unsent = int("reconcile" in usable and "sigkill" in usable and kills > 0 and not sigterm_only and aims is None)
     events += _kills(rng, usable, kills - unsent, sigterm_only, aims, aim_spread(strategy, settings, records, kills))
     if getattr(strategy, "KILLS_IN_RECOVERY", True):
-        _in_recovery(events, random.Random(f"{seed}:recovering"), [k for k in ("sigterm", "sigkill") if k in usable])
+        in_recovery(events, random.Random(f"{seed}:recovering"), [k for k in ("sigterm", "sigkill") if k in usable])
     for kind in ("other-host", "service-fail", "service-timeout", "resubmit-same", "resubmit-new",
                  "store-outage", "key-reuse"):
         if kind in usable:
             events += [_timed(rng, kind, records, settings) for _ in range(PER_RUN[kind])]
-    _after_refusal(events, random.Random(f"{seed}:refusal"), usable)
+    after_refusal(events, random.Random(f"{seed}:refusal"), usable)
     if "redelivery" in usable:
         events += [{"kind": "redelivery", "window": "after_commit_before_ack", "pass": rng.randint(1, AIM_SPREAD)}]
     if "submit-crash" in usable:
         events.insert(0, {"kind": "submit-crash", "crash_at": "last"})
     if "resubmit-new" in usable and any(e["kind"] in ("sigkill", "sigterm") for e in events):
         events.append(_late_resubmission(events, random.Random(f"{seed}:late"), records))
-    if "damaged-checkpoint" in usable and not _damage_one(events, random.Random(f"{seed}:damaged")):
+    if "damaged-checkpoint" in usable and not damage_some(events, random.Random(f"{seed}:damaged")):
         usable.remove("damaged-checkpoint")
         skipped["damaged-checkpoint"] = ("no timed SIGKILL for the damage to follow: it needs --kills, the sigkill "
                                          "kind, and no --sigterm")
@@ -281,69 +270,6 @@ def _kills(rng: random.Random, usable: list[str], kills: int, sigterm_only: bool
             event["delay_ms"] = round(rng.uniform(0, 10), 2)
         found.append(event)
     return found
-
-
-def _in_recovery(kills: list[dict[str, Any]], rng: random.Random, usable: list[str]) -> None:
-    """Turn some timed kills into kills of a recovering successor: each chosen one moves to just
-    after a SIGKILL (its ``at``), where the runner lets it land before that restart recovers;
-    ``usable``: the kill kinds the run may use."""
-    timed = sorted((e for e in kills if "at" in e), key=lambda e: e["at"])
-    wanted = max(1, len(timed) // RECOVERING_EVERY) if len(timed) >= 3 else 0
-    # Only a kill right after a SIGKILL, and never next to another chosen one: a predecessor is
-    # never a recovering kill itself.
-    candidates = [i for i in range(1, len(timed)) if timed[i - 1]["kind"] == "sigkill"]
-    chosen: list[int] = []
-    for i in rng.sample(candidates, len(candidates)):
-        if len(chosen) < wanted and all(abs(i - j) > 1 for j in chosen):
-            chosen.append(i)
-    # SIGTERM and SIGKILL in turn, from a drawn first: a deploy landing on a worker still
-    # recovering from a crash, and a second crash before the first was recovered from.
-    turns = ["sigterm", "sigkill"] if rng.random() < 0.5 else ["sigkill", "sigterm"]
-    turns = [kind for kind in turns if kind in usable] or ["sigkill"]
-    for k, i in enumerate(sorted(chosen)):
-        event = timed[i]
-        # The crash before it lands just after a call got through, before the commit that records
-        # it: the successor has calls in doubt to recover, not only a clean batch boundary.
-        timed[i - 1]["moment"] = "after-effect"
-        event["at"] = round(timed[i - 1]["at"] + 0.0001, 4)
-        event["kind"] = turns[k % len(turns)]
-        event["moment"] = "recovering"
-        event["delay_ms"] = round(rng.uniform(0, 5), 2)  # early in the recovery: its first batch
-
-
-def _after_refusal(events: list[dict[str, Any]], rng: random.Random, usable: list[str]) -> None:
-    """Move REFUSAL_STOPS timed SIGTERMs (none aimed at a recovery) to just after the first
-    service-fail burst, moment "after-refusal"."""
-    fails = sorted((e for e in events if e["kind"] == "service-fail"), key=lambda e: e["at"])
-    stops = [e for e in events if e["kind"] == "sigterm" and "at" in e and "moment" not in e]
-    if not fails:
-        return
-    if not stops and "sigterm" in usable:  # every SIGTERM went to a recovery: a free SIGKILL becomes one
-        followed = {round(e["at"] - 0.0001, 4) for e in events if e.get("moment") == "recovering"}
-        stops = [e for e in events if e["kind"] == "sigkill" and "at" in e
-                 and e.get("moment") != "recovering" and e["at"] not in followed][:1]
-        for event in stops:
-            event["kind"] = "sigterm"
-            event.pop("delay_ms", None)
-    if not stops:
-        return
-    # The longest burst: the stop finds the worker still retrying (its waits grow), not done.
-    fails[0]["calls"] = SERVICE_CALLS[1]
-    for event in rng.sample(stops, min(REFUSAL_STOPS, len(stops))):
-        event["at"] = round(fails[0]["at"] + 0.0001, 4)
-        event["moment"] = "after-refusal"
-
-
-def _damage_one(events: list[dict[str, Any]], rng: random.Random) -> bool:
-    """One timed SIGKILL (none that lands in a recovery) also damages the newest generation of the
-    checkpoint once the worker is dead; it lands just after a call went out, before the commit that
-    records it, so the damaged generation is one whose calls were sent. False: none to pick."""
-    kills = [e for e in events if e["kind"] == "sigkill" and "at" in e and e.get("moment") != "recovering"]
-    if not kills:
-        return False
-    chosen = rng.choice(kills)
-    chosen["moment"], chosen["damage"] = "after-effect", rng.choice(DAMAGE)
-    return True
 
 
 def _late_resubmission(events: list[dict[str, Any]], rng: random.Random, records: int) -> dict[str, Any]:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 import sys
 import time
 from pathlib import Path
@@ -170,11 +171,11 @@ def damage_newest(data_dir: Path, how: str | None) -> dict[str, Any]:
     if how == "torn":
         damaged = text[:len(text) // 2]
     else:
+        # The rot lands on the offset (still JSON, a few records further on): a loader that skips the
+        # checksum resumes past records never done, which the drill sees as lost.
         doc = json.loads(text)
-        body = doc["body"]
-        digits = [i for i, c in enumerate(body) if c.isdigit()]  # the offset, a count, a time: still JSON
-        at = digits[len(digits) // 2] if digits else None
-        doc["body"] = body + " " if at is None else body[:at] + str((int(body[at]) + 1) % 10) + body[at + 1:]
+        rotten = re.sub(r'("offset": ?)(\d+)', lambda m: f"{m[1]}{int(m[2]) + 7}", doc["body"], count=1)
+        doc["body"] = rotten if rotten != doc["body"] else doc["body"] + " "  # no offset: still out of its checksum
         damaged = json.dumps(doc)
     newest.write_text(damaged, encoding="utf-8")
     return {"file": CHECKPOINT_FILE, "how": how}

@@ -1,0 +1,94 @@
+"""Where some of a schedule's kills land, and what a few of them do besides (schedule.py draws
+them, each with a generator of its own so that the other events of a seed stay as they were):
+kills of a successor still recovering, a SIGTERM just after the service refused a call, and the
+kills that damage the newest generation of a checkpoint.
+"""
+
+from __future__ import annotations
+
+import random
+from typing import Any
+
+#: Calls a service fault refuses or times out: below every strategy's retry budget (schedule.py).
+SERVICE_CALLS = (1, 3)
+
+#: Of a default drill's timed kills, one in this many (at least one from 3 kills on, two from 4) follows
+#: a SIGKILL and lands while its successor recovers (moment "recovering"). Drawn with a random
+#: generator of its own: the other events of a seed stay as they were.
+RECOVERING_EVERY = 3
+#: With SIGTERMs and service refusals in a run, one SIGTERM lands just after the first burst of
+#: refusals (moment "after-refusal"), while the refused worker waits to retry. Drawn with a
+#: generator of its own, like RECOVERING_EVERY.
+REFUSAL_STOPS = 1
+#: How a damaged-checkpoint kill leaves the newest generation: cut short, as a torn write leaves
+#: a file, or its recorded offset changed, as a rotten sector could (its checksum no longer holds).
+DAMAGE = ("torn", "rot")
+
+
+def in_recovery(kills: list[dict[str, Any]], rng: random.Random, usable: list[str]) -> None:
+    """Turn some timed kills into kills of a recovering successor: each chosen one moves to just
+    after a SIGKILL (its ``at``), where the runner lets it land before that restart recovers;
+    ``usable``: the kill kinds the run may use."""
+    timed = sorted((e for e in kills if "at" in e), key=lambda e: e["at"])
+    wanted = max(2 if len(timed) >= 4 else 1, len(timed) // RECOVERING_EVERY) if len(timed) >= 3 else 0
+    # Each chosen SIGKILL is followed by the kill nearest it in time, moved to just after it; a
+    # predecessor is never a recovering kill itself, nor followed twice.
+    chosen: list[tuple[int, int]] = []
+    used: set[int] = set()
+    for before in rng.sample(range(len(timed)), len(timed)):
+        if len(chosen) == wanted:
+            break
+        movers = [m for m in range(len(timed)) if m not in used and m != before]
+        if before in used or timed[before]["kind"] != "sigkill" or not movers:
+            continue
+        mover = min(movers, key=lambda m: (abs(m - before), m))
+        used |= {before, mover}
+        chosen.append((before, mover))
+    # SIGTERM and SIGKILL in turn, from a drawn first: a deploy landing on a worker still
+    # recovering from a crash, and a second crash before the first was recovered from.
+    turns = ["sigterm", "sigkill"] if rng.random() < 0.5 else ["sigkill", "sigterm"]
+    turns = [kind for kind in turns if kind in usable] or ["sigkill"]
+    for k, (before, mover) in enumerate(sorted(chosen)):
+        event, crash = timed[mover], timed[before]
+        # The crash before it lands just after a call got through, before the commit that records
+        # it: the successor has calls in doubt to recover, not only a clean batch boundary.
+        crash["moment"] = "after-effect"
+        event["at"] = round(crash["at"] + 0.0001, 4)
+        event["kind"] = turns[k % len(turns)]
+        event["moment"] = "recovering"
+        event["delay_ms"] = round(rng.uniform(0, 5), 2)  # early in the recovery: its first batch
+
+
+def after_refusal(events: list[dict[str, Any]], rng: random.Random, usable: list[str]) -> None:
+    """Move REFUSAL_STOPS timed SIGTERMs (none aimed at a recovery) to just after the first
+    service-fail burst, moment "after-refusal"."""
+    fails = sorted((e for e in events if e["kind"] == "service-fail"), key=lambda e: e["at"])
+    stops = [e for e in events if e["kind"] == "sigterm" and "at" in e and "moment" not in e]
+    if not fails:
+        return
+    if not stops and "sigterm" in usable:  # every SIGTERM went to a recovery: a free SIGKILL becomes one
+        followed = {round(e["at"] - 0.0001, 4) for e in events if e.get("moment") == "recovering"}
+        stops = [e for e in events if e["kind"] == "sigkill" and "at" in e
+                 and e.get("moment") != "recovering" and e["at"] not in followed][:1]
+        for event in stops:
+            event["kind"] = "sigterm"
+            event.pop("delay_ms", None)
+    if not stops:
+        return
+    # The longest burst: the stop finds the worker still retrying (its waits grow), not done.
+    fails[0]["calls"] = SERVICE_CALLS[1]
+    for event in rng.sample(stops, min(REFUSAL_STOPS, len(stops))):
+        event["at"] = round(fails[0]["at"] + 0.0001, 4)
+        event["moment"] = "after-refusal"
+
+
+def damage_some(events: list[dict[str, Any]], rng: random.Random) -> bool:
+    """Timed SIGKILLs (none that lands in a recovery) that also damage the newest generation of the
+    checkpoint once the worker is dead, one of each DAMAGE while there are kills to carry them (a torn
+    file tests the fallback, a rotten one the checksum); each lands just after a call went out,
+    before the commit that records it, so the damaged generation is one whose calls were sent.
+    False: none to pick."""
+    kills = [e for e in events if e["kind"] == "sigkill" and "at" in e and e.get("moment") != "recovering"]
+    for event, how in zip(rng.sample(kills, len(kills)), rng.sample(DAMAGE, len(DAMAGE))):
+        event["moment"], event["damage"] = "after-effect", how
+    return bool(kills)
