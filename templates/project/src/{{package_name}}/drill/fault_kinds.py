@@ -34,6 +34,9 @@ KINDS: dict[str, str] = {
     "damaged-checkpoint": "SIGKILLs just after a call, each then damaging the newest generation of the checkpoint "
                           "(one torn, one rotten: it no longer checks out): the restart notices, falls back to the "
                           "generation before and treats the batch after it as maybe sent, by the effect's kind",
+    "second-start": "while a worker runs, the job started again on the same data directory (an overlapping cron "
+                    "run, a pod restarted while the old one still stops): a design with one worker per data "
+                    "directory refuses the second at once, without a call",
     "power-loss": "reserved: a kill that also drops every write not fsynced (the power-loss drill)",
 }
 #: The kinds a default drill draws (power-loss is the power-loss drill's own).
@@ -80,6 +83,8 @@ def not_applicable(kind: str, strategy: Any, settings: Any, *, aimed: bool = Fal
                 "rather than falling back from it")
     if kind == "damaged-checkpoint" and aimed:
         return "--aim arms every kill, and the damage follows a timed SIGKILL"
+    if kind == "second-start" and getattr(strategy, "MULTI_WORKER", True):
+        return "several workers share this design's work: a second start is one more worker (--workers)"
     if kind == "reconcile" and (effects.KIND, effects.POLICY) != ("plain", "at-most-once"):
         return ("only plain calls at most once wait for a person's answer (the others are deduped, looked up or "
                 "re-sent by the job itself)")

@@ -8,6 +8,7 @@ worker gives them to itself: workers.py arms it, runner.py reaps it).
 
 from __future__ import annotations
 
+import signal
 import sqlite3
 import time
 from collections.abc import Callable
@@ -16,7 +17,7 @@ from typing import Any
 
 from ..runtime import submission
 from ..runtime.errors import JobError, StoreUnavailable, TransientError
-from ..runtime.external import ExternalService
+from ..runtime.external import ExternalService, calls_by
 from ..runtime.store import STATE_DB
 from ..runtime.strategy import Context
 from .history import History
@@ -25,6 +26,8 @@ from .workers import Pool
 
 #: An outage is held until the workers were stalled for its hold_s, and at most this much longer.
 OUTAGE_MAX_S = 20.0
+#: How long a second start may take to refuse (an interpreter's start and a lock's answer take < 1 s).
+SECOND_START_WAIT_S = 10.0
 #: Until this fraction of the expected effects, a kill aimed at a commit waits for one;
 #: later it lands at once (the next commit could be the run's last).
 COMMIT_AIM_UNTIL = 0.9
@@ -137,6 +140,29 @@ class Nemesis:
         self.history.add("fault", event=event["n"], kind="damaged-checkpoint", done=done,
                          **{"how": event["damage"], **what})
         return what.get("file")
+
+    def _second_start(self, event: dict[str, Any], done: int) -> dict[str, Any] | None:
+        """The job started again on a running worker's data directory: it must refuse at once.
+        Stopped as soon as it makes a call (it ran), or after SECOND_START_WAIT_S."""
+        alive = self.pool.alive()
+        if not alive:
+            return None  # nobody running: later
+        began, first = time.monotonic(), self.pool.procs[alive[0]]
+        assert first is not None
+        proc = self.pool.start_again(alive[0])
+        while proc.poll() is None and time.monotonic() - began < SECOND_START_WAIT_S:
+            if calls_by(self.ctx.data_dir, proc.pid):
+                break
+            time.sleep(0.02)
+        # The first one ended meanwhile (its own armed kill, or its work done): the second was free to run.
+        first_ended = first.poll() is not None
+        if proc.poll() is None:
+            proc.send_signal(signal.SIGKILL)  # it ran, or it waits for the lock: either way, enough
+        code = proc.wait()
+        outcome = {"pid": proc.pid, "code": code, "exit_s": round(time.monotonic() - began, 3),
+                   "calls": calls_by(self.ctx.data_dir, proc.pid), "alongside": first.pid, "first_ended": first_ended}
+        self.history.add("fault", event=event["n"], kind=event["kind"], done=done, **outcome)
+        return outcome
 
     # ------------------------------------------------------------------- service
     def _service(self, event: dict[str, Any], done: int, **counts: int) -> dict[str, Any] | None:

@@ -223,6 +223,8 @@ def plan(strategy: Any, settings: Any, *, seed: int, records: int, kills: int, w
         usable.remove("damaged-checkpoint")
         skipped["damaged-checkpoint"] = ("no timed SIGKILL for the damage to follow: it needs --kills, the sigkill "
                                          "kind, and no --sigterm")
+    if "second-start" in usable:  # its own generator, like RECOVERING_EVERY
+        events.append({"kind": "second-start", "at": round(random.Random(f"{seed}:second").uniform(0.2, 0.8), 4)})
     if "reconcile" in usable:  # its own generator, like RECOVERING_EVERY: the other events stay as they were
         drawn = random.Random(f"{seed}:reconcile")
         events.append({"kind": "reconcile", "how": drawn.choice(RECONCILE_HOW)})
@@ -319,6 +321,7 @@ def describe(event: dict[str, Any]) -> str:
              "reconcile": lambda e: ("calls in doubt answered " + ("one by one" if e.get("how") == "each"
                                                                     else "from the service's export")
                                      + "; the next run killed after its first re-send"),
+             "second-start": lambda e: "the job started again on the data directory of a running worker",
              "sigkill": lambda e: (e.get("moment", "") + (f", then the newest checkpoint {e['damage']}"
                                                           if e.get("damage") else "")) if "at" in e else "",
              "sigterm": lambda e: e.get("moment", "")}.get(event["kind"])

@@ -118,6 +118,15 @@ class Pool:
                          armed=armed["n"] if armed else None, done=done)
         return proc
 
+    def start_again(self, slot: int) -> subprocess.Popen[bytes]:
+        """The job started once more on ``slot``'s data directory while that worker runs (the
+        second-start fault): no slot of its own, unarmed, unwatched by the probe, the same service."""
+        env = {k: v for k, v in self.base_env.items() if k not in (PROBE_ENV, READY_DIR_ENV)}
+        env[EXTERNAL_DIR_ENV] = str(self.data_dir)
+        work_dir = self.data_dir / f"{HOST_DIR}{self.host_index[slot] + 1}" if self.hosts > 1 else self.data_dir
+        cmd = [sys.executable, "-m", settings_module.PACKAGE, "run", "--data-dir", str(work_dir)]
+        return subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=self.log, stderr=self.log, env=env)
+
     def exited(self) -> list[int]:
         """Slots whose process ended since the last call (each reported once)."""
         found = []

@@ -285,6 +285,11 @@ def applied_effects(data_dir: Path) -> list[tuple[str, str, Any]]:
     return [(r, s, json.loads(p) if p is not None else None) for r, s, p in rows]
 
 
+def calls_by(data_dir: Path, pid: int) -> int:
+    """Every call (applied, refused, looked up) the process ``pid`` made to the service."""
+    return int(_log_rows(data_dir, "SELECT count(*) FROM calls WHERE pid = ?", (pid,))[0][0])
+
+
 def redone_by_process(data_dir: Path) -> dict[int, int]:
     """The redone calls (apply calls repeating an earlier key, less the re-sends a timeout
     allows: as verify() counts them) by the process that sent them."""

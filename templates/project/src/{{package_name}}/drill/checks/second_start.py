@@ -1,0 +1,25 @@
+"""The job started twice on one data directory (check ``second_start``).
+
+A design that runs one worker per data directory (the file variant: a lock file) must refuse a
+second `run` while one works, or make it wait: two would both call the service for the same
+records and overwrite each other's checkpoint. The drill's second-start fault (nemesis.py)
+starts one and records, in the history, the calls it made before it exited (or was stopped).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..verdict import Failure, failure
+
+
+def check(ops: list[dict[str, Any]]) -> list[Failure]:
+    found = []
+    for o in ops:
+        if o.get("op") != "fault" or o.get("kind") != "second-start" or o.get("first_ended") or not o.get("calls"):
+            continue
+        found.append(failure("second_start", f"the job started again on the data directory of a running worker "
+                                             f"(pid {o['alongside']}) was not refused: pid {o['pid']} made "
+                                             f"{o['calls']} call(s) alongside it (one worker per data directory: "
+                                             "its lock must refuse the second, or make it wait)"))
+    return found
