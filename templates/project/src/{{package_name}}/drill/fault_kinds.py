@@ -85,6 +85,8 @@ def not_applicable(kind: str, strategy: Any, settings: Any, *, aimed: bool = Fal
         return "--aim arms every kill, and the damage follows a timed SIGKILL"
     if kind == "second-start" and getattr(strategy, "MULTI_WORKER", True):
         return "several workers share this design's work: a second start is one more worker (--workers)"
+    if kind == "second-start" and aimed:
+        return "--aim arms every worker, and the second start waits for one that cannot die at its point meanwhile"
     if kind == "reconcile" and (effects.KIND, effects.POLICY) != ("plain", "at-most-once"):
         return ("only plain calls at most once wait for a person's answer (the others are deduped, looked up or "
                 "re-sent by the job itself)")

@@ -12,8 +12,9 @@ from typing import Any
 #: Calls a service fault refuses or times out: below every strategy's retry budget (schedule.py).
 SERVICE_CALLS = (1, 3)
 
-#: Of a default drill's timed kills, one in this many (at least one from 3 kills on, two from 4) follows
-#: a SIGKILL and lands while its successor recovers (moment "recovering"). Drawn with a random
+#: Of a default drill's timed kills, one in this many (at least one from 3 kills on, two from 5) follows
+#: a SIGKILL and lands while its successor recovers (moment "recovering"); one kill at least is left
+#: for the stop after a refusal (after_refusal). Drawn with a random
 #: generator of its own: the other events of a seed stay as they were.
 RECOVERING_EVERY = 3
 #: With SIGTERMs and service refusals in a run, one SIGTERM lands just after the first burst of
@@ -30,7 +31,7 @@ def in_recovery(kills: list[dict[str, Any]], rng: random.Random, usable: list[st
     after a SIGKILL (its ``at``), where the runner lets it land before that restart recovers;
     ``usable``: the kill kinds the run may use."""
     timed = sorted((e for e in kills if "at" in e), key=lambda e: e["at"])
-    wanted = max(2 if len(timed) >= 4 else 1, len(timed) // RECOVERING_EVERY) if len(timed) >= 3 else 0
+    wanted = max(2 if len(timed) >= 5 else 1, len(timed) // RECOVERING_EVERY) if len(timed) >= 3 else 0
     # Each chosen SIGKILL is followed by the kill nearest it in time, moved to just after it; a
     # predecessor is never a recovering kill itself, nor followed twice.
     chosen: list[tuple[int, int]] = []

@@ -144,9 +144,10 @@ class Nemesis:
     def _second_start(self, event: dict[str, Any], done: int) -> dict[str, Any] | None:
         """The job started again on a running worker's data directory: it must refuse at once.
         Stopped as soon as it makes a call (it ran), or after SECOND_START_WAIT_S."""
-        alive = self.pool.alive()
+        # Never beside an armed worker: it could die at its point meanwhile and leave the second free to run.
+        alive = [slot for slot in self.pool.alive() if self.pool.armed[slot] is None]
         if not alive:
-            return None  # nobody running: later
+            return None  # nobody running unarmed: later
         began, first = time.monotonic(), self.pool.procs[alive[0]]
         assert first is not None
         proc = self.pool.start_again(alive[0])
@@ -157,7 +158,9 @@ class Nemesis:
         # The first one ended meanwhile (its own armed kill, or its work done): the second was free to run.
         first_ended = first.poll() is not None
         if proc.poll() is None:
-            proc.send_signal(signal.SIGKILL)  # it ran, or it waits for the lock: either way, enough
+            # It ran alongside (the verdict), or waits for the lock: enough. Free to run once the first
+            # ended, it is asked to stop as a deploy would: a kill would be one the report does not count.
+            proc.send_signal(signal.SIGTERM if first_ended else signal.SIGKILL)
         code = proc.wait()
         outcome = {"pid": proc.pid, "code": code, "exit_s": round(time.monotonic() - began, 3),
                    "calls": calls_by(self.ctx.data_dir, proc.pid), "alongside": first.pid, "first_ended": first_ended}
