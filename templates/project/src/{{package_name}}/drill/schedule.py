@@ -223,8 +223,8 @@ def plan(strategy: Any, settings: Any, *, seed: int, records: int, kills: int, w
         usable.remove("damaged-checkpoint")
         skipped["damaged-checkpoint"] = ("no timed SIGKILL for the damage to follow: it needs --kills, the sigkill "
                                          "kind, and no --sigterm")
-    if "second-start" in usable:  # its own generator, like RECOVERING_EVERY
-        events.append({"kind": "second-start", "at": round(random.Random(f"{seed}:second").uniform(0.2, 0.8), 4)})
+    if "second-start" in usable:  # its own generator; early: the second needs the first still running once it is up
+        events.append({"kind": "second-start", "at": round(random.Random(f"{seed}:second").uniform(0.1, 0.5), 4)})
     if "reconcile" in usable:  # its own generator, like RECOVERING_EVERY: the other events stay as they were
         drawn = random.Random(f"{seed}:reconcile")
         events.append({"kind": "reconcile", "how": drawn.choice(RECONCILE_HOW)})
