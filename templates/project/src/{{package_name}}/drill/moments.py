@@ -14,8 +14,8 @@ SERVICE_CALLS = (1, 3)
 
 #: Of a default drill's timed kills, one in this many (at least one from 3 kills on, two from 5) follows
 #: a SIGKILL and lands while its successor recovers (moment "recovering"); one kill at least is left
-#: for the stop after a refusal (after_refusal). Drawn with a random
-#: generator of its own: the other events of a seed stay as they were.
+#: for the stop after a refusal (after_refusal). Drawn with a random generator of its own: the other
+#: events of a seed stay as they were.
 RECOVERING_EVERY = 3
 #: With SIGTERMs and service refusals in a run, one SIGTERM lands just after the first burst of
 #: refusals (moment "after-refusal"), while the refused worker waits to retry. Drawn with a
