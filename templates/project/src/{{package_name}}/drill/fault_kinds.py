@@ -22,6 +22,8 @@ KINDS: dict[str, str] = {
                      "redelivering): nothing queued twice",
     "resubmit-new": "records already done submitted again under a new correlation id: refused, or deduped by "
                     "their business key, as the strategy promises",
+    "new-input": "new records submitted while the workers run (input that keeps arriving): done once each, "
+                "and the work already queued neither lost nor done again",
     "store-outage": "the state store taken away for longer than busy_timeout (SQLite: another connection holds "
                     "the write lock): the workers ride it out",
     "key-reuse": "an idempotency key reused with a different request: refused",

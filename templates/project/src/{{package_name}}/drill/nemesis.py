@@ -37,9 +37,12 @@ KILLS = ("sigkill", "sigterm", "other-host")
 class Nemesis:
     def __init__(self, ctx: Context, pool: Pool, progress: Progress, history: History, *,
                  records: list[dict[str, Any]], input_id: str | None, expected: Callable[[], int],
-                 work_ms: float = 0.0) -> None:
+                 work_ms: float = 0.0,
+                 add_work: Callable[[int, str], list[dict[str, Any]] | None] | None = None) -> None:
         self.ctx, self.pool, self.progress, self.history = ctx, pool, progress, history
         self.records, self.input_id, self.expected, self.work_ms = records, input_id, expected, work_ms
+        #: Submits new records as a user would and widens the oracle's input (runner.py's add_work).
+        self.add_work = add_work
         self.strategy = ctx.strategy
         self._outage: _Outage | None = None
         #: The last submission that queued work, as (time.monotonic(), records): work queued while
@@ -225,6 +228,24 @@ class Nemesis:
         if not chunk:
             return None  # nothing done yet (since the newest worker started): later
         return self._submit(event, chunk, f"drill-resubmit-{event['n']}", done, same=False)
+
+    def _new_input(self, event: dict[str, Any], done: int) -> dict[str, Any] | None:
+        """New input while the workers run: records never seen, submitted as a user would. A worker
+        that reads its input once, or a position into an input that a submit reorders, loses or
+        repeats work here; the drill's last look waits for them (runner.py reruns the job once if
+        every worker had left before they came)."""
+        if self.add_work is None or not self.pool.alive():
+            return None  # nobody running: later (new input mid-run is the point)
+        try:
+            extra = self.add_work(event["count"], f"new-input-{event['n']}")
+        except StoreUnavailable:
+            return None  # the store is away (an outage): later
+        if extra is None:
+            return None  # the broker is away: later
+        self.last_queued = (time.monotonic(), len(extra))
+        self.history.add("new-input", event=event["n"], correlation_id=f"drill-new-input-{event['n']}",
+                         records=len(extra), first=str(extra[0]["record_id"]), done=done)
+        return {"outcome": "added", "records": len(extra)}
 
     def _submit(self, event: dict[str, Any], chunk: list[dict[str, Any]], correlation_id: str | None, done: int,
                 *, same: bool) -> dict[str, Any] | None:

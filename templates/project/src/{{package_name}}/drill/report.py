@@ -11,8 +11,9 @@ from .shrink import replay_command
 
 def summary(report: dict[str, Any]) -> str:
     rec = report["recovery_ms"]
-    records = f"{report['records']} records" + (f" ({report['extended_records']} added to land every fault)"
-                                               if report.get("extended_records") else "")
+    added = [f"{report['extended_records']} added to land every fault"] if report.get("extended_records") else []
+    added += [f"{report['new_input_records']} submitted while the workers ran"] if report.get("new_input_records") else []
+    records = f"{report['records']} records" + (f" ({', '.join(added)})" if added else "")
     if report.get("reruns"):
         records += f" (the job run {report['reruns']} more time(s) for work resubmitted as its workers left)"
     return "\n".join([

@@ -156,7 +156,7 @@ class Drill:
         self.progress = Progress(data_dir)
         self.pool = Pool(data_dir, plan.workers, plan.hosts, worker_env(), log, history, _probe_dir(data_dir))
         self.nemesis = Nemesis(ctx, self.pool, self.progress, history, records=records, input_id=self.input_id,
-                               expected=self._expected_count, work_ms=plan.work_ms)
+                               expected=self._expected_count, work_ms=plan.work_ms, add_work=self.add_work)
         started = time.monotonic()
         try:
             for slot in range(plan.workers):
@@ -297,33 +297,42 @@ class Drill:
 
     def _extend(self, done: int) -> None:
         """The work ran out before every planned event landed: submit more and start the workers again."""
-        start = len(self.records)
-        extra = demo_records(start + max(50, self.schedule.records // 2))[start:]
-        publish = getattr(self.drill_ctx.strategy, "drill_submit", None)
-        if publish is not None:  # a queue input: more messages on the drill's queue
-            try:
-                publish(self.drill_ctx, extra, work_ms=self.schedule.work_ms, more=f"extend{self.extended + 1}")
-            except TransientError as exc:  # the broker is away (the drill may restart it): the loop comes back
-                now = time.monotonic()
-                self.broker_away_since = self.broker_away_since or now
-                if now - self.broker_away_since > BROKER_AWAY_S:
-                    raise JobError(f"{exc}: the drill could not add work for {BROKER_AWAY_S:.0f} s") from None
-                time.sleep(POLL_S)
-                return
-            self.broker_away_since = None
+        extra = self.add_work(max(50, self.schedule.records // 2), f"extend-{self.extended + 1}")
+        if extra is None:  # the broker is away (the drill may restart it): the loop comes back
+            time.sleep(POLL_S)
+            return
         self.extended += 1
-        self.records = self.records + extra
-        self.nemesis.records = self.records  # a resubmission may pick from the new work too
-        if publish is None:
-            submission.queue(self.drill_ctx, extra, correlation_id=f"drill-extend-{self.extended}",
-                             work_ms=self.schedule.work_ms)
         self.history.add("extend", records=len(extra), done=done, pending=[e["n"] for e in self.armed + self.timed])
-        _stop(self.oracles)
-        self.oracles = self._start_oracles(self.drill_ctx.data_dir)  # the oracle sees the whole input
         added = len(extra) * len(job.STEPS)
         for i, event in enumerate(self.timed):  # spread what is left over the new work
             self.marks[event["n"]] = done + added * 0.9 * (i + 1) / (len(self.timed) + 1)
         self._start_every_slot(done)
+
+    def add_work(self, count: int, label: str) -> list[dict[str, Any]] | None:
+        """``count`` new records (never seen before) submitted as a user would, under correlation id
+        ``drill-<label>`` (a queue input: published on the drill's queue); the oracle restarted on the
+        whole input. None: the broker is away; the caller tries again later. Used when the work ran
+        out (_extend) and for the new-input fault (nemesis.py), while the workers run."""
+        start = len(self.records)
+        extra = demo_records(start + count)[start:]
+        publish = getattr(self.drill_ctx.strategy, "drill_submit", None)
+        if publish is not None:  # a queue input: more messages on the drill's queue
+            try:
+                publish(self.drill_ctx, extra, work_ms=self.schedule.work_ms, more=label.replace("-", ""))
+            except TransientError as exc:
+                now = time.monotonic()
+                self.broker_away_since = self.broker_away_since or now
+                if now - self.broker_away_since > BROKER_AWAY_S:
+                    raise JobError(f"{exc}: the drill could not add work for {BROKER_AWAY_S:.0f} s") from None
+                return None
+            self.broker_away_since = None
+        else:
+            submission.queue(self.drill_ctx, extra, correlation_id=f"drill-{label}", work_ms=self.schedule.work_ms)
+        self.records = self.records + extra
+        self.nemesis.records = self.records  # a resubmission may pick from the new work too
+        _stop(self.oracles)
+        self.oracles = self._start_oracles(self.drill_ctx.data_dir)  # the oracle sees the whole input
+        return extra
 
     def _start_every_slot(self, done: int) -> None:
         for slot in range(self.schedule.workers):  # a new run of the job: on the hosts it started on

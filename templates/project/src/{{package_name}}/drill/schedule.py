@@ -18,7 +18,8 @@ injected (0 < at < 1). An ARMED event (a SIGKILL the worker gives itself) has no
 ``at``: the next worker started is armed with it, and it lands when that worker passes
 the point; ``window``+``pass`` (``--aim``: die the pass-th time WINDOW is passed) or
 ``point`` (``--sweep``: die at the point-th persistence point, runtime/faults.py) or
-``crash_point`` (``call:N``: die just before the worker's N-th external call goes out).
+``crash_point`` (``call:N``: die just before the worker's N-th external call goes out;
+``state:N``: just before its N-th write of the durable state, runtime/faults.py).
 The other fields, by kind:
 
     sigkill          moment: anywhere | after-effect | after-commit | recovering, delay_ms,
@@ -33,6 +34,8 @@ The other fields, by kind:
                      input's correlation id (or, queue input, published again)
     resubmit-new     count: that many records already done, under a new correlation id;
                      latest (optional): the records done last (else the first done)
+    new-input        count: that many new records submitted while the workers run (new input
+                     arriving mid-run: a producer, a cron, a user); all of it must be done once
     store-outage     hold_s: the state store's write lock held until no effect was applied
                      for that long (SQLite; the workers waited past busy_timeout)
     key-reuse        an idempotency key of a done record, with a different request
@@ -82,7 +85,7 @@ FORMAT = 1
 
 #: How many events of each non-kill kind a default schedule holds (kills: --kills).
 PER_RUN = {"other-host": 1, "service-fail": 2, "service-timeout": 2, "resubmit-same": 1, "resubmit-new": 1,
-           "store-outage": 1, "key-reuse": 1, "redelivery": 1, "submit-crash": 1}
+           "store-outage": 1, "key-reuse": 1, "redelivery": 1, "submit-crash": 1, "new-input": 1}
 #: How the drill's operator answers the calls in doubt (reconciler.py): one by one, or from an export.
 RECONCILE_HOW = ("each", "export")
 #: With ``reconcile`` in a run with kills (not --sigterm, not --aim), one of the kills is a SIGKILL
@@ -110,6 +113,17 @@ MOMENTS = ("anywhere", "after-effect", "after-commit")
 #: the work ran out, it lands in the run the drill extends the work with. Drawn with a generator
 #: of its own, like RECOVERING_EVERY.
 LATE_RESUBMIT_AFTER = (0.02, 0.05)
+#: One kill in STATE_KILL_EVERY (from 3 kills; SIGKILLs allowed, neither --sigterm nor --aim) is armed
+#: just before the worker's N-th write of its durable state (``state:N``, N drawn in STATE_POINT),
+#: wherever the code writes: a kill the drill times from outside lands after a write, rarely between
+#: two writes a millisecond apart (a batch recorded in two transactions where one was meant). Drawn
+#: with a generator of its own. N is small: the armed worker dies within its first batches (a
+#: checkpoint worker writes about once per batch), never holding up the timed events that wait for
+#: an unarmed worker; its successor's recovery is then where it dies next, should it be armed again.
+STATE_KILL_EVERY = 5
+STATE_POINT = (2, 6)
+#: New work arriving while the workers run lands between these fractions of the expected effects.
+NEW_INPUT_AT = (0.15, 0.6)
 LATE_RESUBMIT_BY = 0.97
 
 
@@ -205,7 +219,9 @@ def plan(strategy: Any, settings: Any, *, seed: int, records: int, kills: int, w
     events: list[dict[str, Any]] = []
     # One of the kills is the reconcile fault's call that never went out (UNSENT_CALL), drawn last.
     unsent = int("reconcile" in usable and "sigkill" in usable and kills > 0 and not sigterm_only and aims is None)
-    events += _kills(rng, usable, kills - unsent, sigterm_only, aims, aim_spread(strategy, settings, records, kills))
+    state = (kills - unsent + 2) // STATE_KILL_EVERY if "sigkill" in usable and not sigterm_only and aims is None else 0
+    events += _kills(rng, usable, kills - unsent - state, sigterm_only, aims,
+                     aim_spread(strategy, settings, records, kills))
     if getattr(strategy, "KILLS_IN_RECOVERY", True):
         in_recovery(events, random.Random(f"{seed}:recovering"), [k for k in ("sigterm", "sigkill") if k in usable])
     for kind in ("other-host", "service-fail", "service-timeout", "resubmit-same", "resubmit-new",
@@ -223,6 +239,12 @@ def plan(strategy: Any, settings: Any, *, seed: int, records: int, kills: int, w
         usable.remove("damaged-checkpoint")
         skipped["damaged-checkpoint"] = ("no timed SIGKILL for the damage to follow: it needs --kills, the sigkill "
                                          "kind, and no --sigterm")
+    drawn = random.Random(f"{seed}:state")  # its own generator, like the ones below: the rest stays as it was
+    events += [{"kind": "sigkill", "crash_point": f"state:{drawn.randint(*STATE_POINT)}"} for _ in range(state)]
+    if "new-input" in usable:
+        drawn = random.Random(f"{seed}:new-input")
+        events.append({"kind": "new-input", "at": round(drawn.uniform(*NEW_INPUT_AT), 4),
+                       "count": max(10, round(records * RESUBMIT_SHARE))})
     if "second-start" in usable:  # its own generator; early: the second needs the first still running once it is up
         events.append({"kind": "second-start", "at": round(random.Random(f"{seed}:second").uniform(0.1, 0.5), 4)})
     if "reconcile" in usable:  # its own generator, like RECOVERING_EVERY: the other events stay as they were
@@ -309,7 +331,8 @@ def describe(event: dict[str, Any]) -> str:
     where = f"at {event['at']:.0%}" if "at" in event else (
         f"in window {event['window']} (pass {event['pass']})" if "window" in event else
         f"at persistence point {event['point']}" if "point" in event else
-        f"at {event['crash_point']} (just before that call goes out)" if "crash_point" in event else
+        f"at {event['crash_point']} (just before that {_point_words(event['crash_point'])})"
+        if "crash_point" in event else
         "after the workers end" if event["kind"] in FINAL_KINDS else "before the workers start")
     extra = {"service-fail": lambda e: f"{e['calls']} call(s) refused",
              "service-timeout": lambda e: f"{e['calls']} call(s) applied, then timed out",
@@ -317,6 +340,7 @@ def describe(event: dict[str, Any]) -> str:
              "resubmit-new": lambda e: f"{e['count']} done record(s) under a new correlation id"
                                        + (" (the latest done)" if e.get("latest") else ""),
              "store-outage": lambda e: f"write lock held until the workers stalled {e['hold_s']} s",
+             "new-input": lambda e: f"{e['count']} new record(s) submitted while the workers run",
              "submit-crash": lambda e: "killed just before its last persistence point, then submitted again",
              "reconcile": lambda e: ("calls in doubt answered " + ("one by one" if e.get("how") == "each"
                                                                     else "from the service's export")
@@ -327,3 +351,8 @@ def describe(event: dict[str, Any]) -> str:
              "sigterm": lambda e: e.get("moment", "")}.get(event["kind"])
     detail = extra(event) if extra else ""
     return f"#{event['n']} {event['kind']} {where}" + (f": {detail}" if detail else "")
+
+
+def _point_words(crash_point: str) -> str:
+    kind = crash_point.partition(":")[0].partition("@")[0]
+    return {"call": "call goes out", "state": "write of the durable state"}.get(kind, f"{kind} point")

@@ -30,7 +30,10 @@ CrashMonkey enumerate crash states:
 A point is named ``KIND@SITE``: the module and function that asked for it
 (``commit@worker.checkpoint``, ``call@worker.effect``, ``window@after_commit_before_next_batch``).
 ``<PKG>_DRILL_CRASH_AT`` arms the process: ``N`` kills it at its N-th point of any
-kind, ``KIND:N`` or ``KIND@SITE:N`` at the N-th point of that kind or site. Points are
+kind, ``KIND:N`` or ``KIND@SITE:N`` at the N-th point of that kind or site, ``state:N`` at
+its N-th change of the durable state, whatever the store (a ``commit``, an ``append`` or a
+``rename``: the default drill's kill just before one of the worker's writes, wherever the
+code writes, so a batch written in two transactions where one was meant is cut between them). Points are
 counted per process from its start, so a worker's numbering is the same in every run of
 the same input on one worker. ``<PKG>_DRILL_POINTS=DIR`` makes the process write
 ``DIR/<pid>.json`` (each point's name, counts per name, where it was killed) when it is
@@ -61,6 +64,8 @@ CRASH_ENV = ENV_PREFIX + "DRILL_CRASH_AT"
 POINTS_ENV = ENV_PREFIX + "DRILL_POINTS"
 #: The kinds of point, in the order the sweep's report lists them.
 KINDS = ("commit", "append", "call", "called", "fsync", "dirsync", "rename", "window")
+#: ``state``: any of these kinds, the moments the durable state changes (CRASH_ENV ``state:N``).
+STATE_KINDS = ("commit", "append", "rename")
 #: Frames of these modules are the hook, not the site that asked for the point.
 _HOOK_MODULES = ("runtime.faults", "runtime.store", "runtime.effects", "event_store", "contextlib",
                  "drill.durability")
@@ -77,12 +82,12 @@ def parse(value: str | None) -> tuple[str, int] | None:
 
 
 def parse_crash(value: str | None) -> tuple[str, int] | None:
-    """``"N"`` -> ("", N) (any point); ``"KIND:N"``/``"KIND@SITE:N"`` -> (name, N); empty -> None."""
+    """``"N"`` -> ("", N) (any point); ``"KIND:N"``/``"KIND@SITE:N"``/``"state:N"`` -> (name, N); empty -> None."""
     if not value:
         return None
     name, _, count = value.rpartition(":")
-    if not count.isdigit() or int(count) < 1 or (name and name.split("@", 1)[0] not in KINDS):
-        raise ValueError(f"{CRASH_ENV}={value!r}: expected N, KIND:N or KIND@SITE:N with N >= 1 "
+    if not count.isdigit() or int(count) < 1 or (name and name != "state" and name.split("@", 1)[0] not in KINDS):
+        raise ValueError(f"{CRASH_ENV}={value!r}: expected N, KIND:N, KIND@SITE:N or state:N with N >= 1 "
                          f"and KIND one of {', '.join(KINDS)}")
     return name, int(count)
 
@@ -168,11 +173,14 @@ class _Counter:
         if self.target is None:
             return
         wanted, n = self.target
-        if (not wanted and self.total == n) or (wanted in (name, kind) and self._of(wanted) == n):
+        if (not wanted and self.total == n) or (wanted in (name, kind) and self._of(wanted) == n) or (
+                wanted == "state" and kind in STATE_KINDS and self._of(wanted) == n):
             self.report(name)
             _die(f"crash point {self.total} ({name}, #{count} at this site)")
 
     def _of(self, wanted: str) -> int:
+        if wanted == "state":
+            return sum(n for name, n in self.counts.items() if name.split("@", 1)[0] in STATE_KINDS)
         if "@" in wanted:
             return self.counts[wanted]
         return sum(n for name, n in self.counts.items() if name.startswith(wanted + "@"))
