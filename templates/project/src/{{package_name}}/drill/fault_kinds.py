@@ -39,6 +39,9 @@ KINDS: dict[str, str] = {
     "second-start": "while a worker runs, the job started again on the same data directory (an overlapping cron "
                     "run, a pod restarted while the old one still stops): a design with one worker per data "
                     "directory refuses the second at once, without a call",
+    "rebuild": "after the run, the projection rebuilt from the events with every worker stopped (an operator "
+               "fixing a read model), then new input and a last run: the rebuild calls nothing and leaves the other "
+               "subscribers where they were, so the last run sends only the new work",
     "power-loss": "reserved: a kill that also drops every write not fsynced (the power-loss drill)",
 }
 #: The kinds a default drill draws (power-loss is the power-loss drill's own).
@@ -46,7 +49,7 @@ DEFAULT_KINDS = tuple(kind for kind in KINDS if kind != "power-loss")
 #: Kinds that happen once, before the workers start: neither timed nor armed.
 SETUP_KINDS = ("submit-crash",)
 #: Kinds that happen once, after every worker ended: neither timed nor armed.
-FINAL_KINDS = ("reconcile",)
+FINAL_KINDS = ("reconcile", "rebuild")
 
 
 # ------------------------------------------------------------------ applicability
@@ -89,6 +92,8 @@ def not_applicable(kind: str, strategy: Any, settings: Any, *, aimed: bool = Fal
         return "several workers share this design's work: a second start is one more worker (--workers)"
     if kind == "second-start" and aimed:
         return "--aim arms every worker, and the second start waits for one that cannot die at its point meanwhile"
+    if kind == "rebuild" and getattr(strategy, "rebuild", None) is None:
+        return "no projection rebuilt from an event log in this strategy (event sourcing has `rebuild`)"
     if kind == "reconcile" and (effects.KIND, effects.POLICY) != ("plain", "at-most-once"):
         return ("only plain calls at most once wait for a person's answer (the others are deduped, looked up or "
                 "re-sent by the job itself)")

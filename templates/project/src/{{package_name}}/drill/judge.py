@@ -21,7 +21,7 @@ from ..runtime.strategy import Context
 from ..runtime.strategy import load as load_strategy
 from ..settings import Settings
 from . import evidence, reconciler, verdict
-from .checks import calls, exits, history, resubmission, second_start
+from .checks import calls, exits, history, rebuild, resubmission, second_start
 from .durability import PROBE_ENV, collect
 from .history import read as read_history
 
@@ -125,7 +125,8 @@ def judge(ctx: Context, settings: Settings, data_dir: Path, report: dict[str, An
     failures += exits.check_acks(seen["workers"])
     failures += reconciler.check(report.get("operator") or [])
     if report.get("history"):  # the fault schedule's runs (a sweep's segments keep none)
-        failures += second_start.check(read_history(Path(report["history"])))
+        ops = read_history(Path(report["history"]))
+        failures += second_start.check(ops) + rebuild.check(ops)
     failures += verdict.check_run(report, promise=strategy.REDONE_CALLS_PER_KILL,
                                   redone_example=a_redone_call(data_dir) if report["redone_calls"] else None,
                                   failed_task=failed_task, log_path=str(data_dir / "drill-workers.log"),

@@ -13,6 +13,7 @@ def summary(report: dict[str, Any]) -> str:
     rec = report["recovery_ms"]
     added = [f"{report['extended_records']} added to land every fault"] if report.get("extended_records") else []
     added += [f"{report['new_input_records']} submitted while the workers ran"] if report.get("new_input_records") else []
+    added += [f"{report['after_rebuild_records']} after a rebuild"] if report.get("after_rebuild_records") else []
     records = f"{report['records']} records" + (f" ({', '.join(added)})" if added else "")
     if report.get("reruns"):
         records += f" (the job run {report['reruns']} more time(s) for work resubmitted as its workers left)"

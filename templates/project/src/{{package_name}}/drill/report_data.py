@@ -54,12 +54,14 @@ def build_report(drill: Any, plan: schedule_module.Schedule, checked: dict[str, 
         if event.get("damage"):  # a SIGKILL that also damages the newest checkpoint generation
             planned["damaged-checkpoint"] = planned.get("damaged-checkpoint", 0) + 1
     new_input = sum(o["records"] for o in history_module.of(ops, "new-input"))
+    after_rebuild = sum(o.get("records", 0) for o in history_module.of(ops, "fault") if o.get("kind") == "rebuild")
     return {
         "strategy": plan.strategy,
         "records": len(drill.records),
         "records_requested": plan.records,
         # Records the drill added: to land every fault (the work ran out), and as new work mid-run (a fault).
-        "extended_records": len(drill.records) - plan.records - new_input,
+        "extended_records": len(drill.records) - plan.records - new_input - after_rebuild,
+        "after_rebuild_records": after_rebuild,
         "new_input_records": new_input,
         "reruns": drill.reruns,
         "expected_effects": len(expected),

@@ -15,6 +15,7 @@ from __future__ import annotations
 import json
 import signal
 import subprocess
+import sys
 import tempfile
 import time
 from collections.abc import Callable
@@ -41,12 +42,15 @@ from .report_data import aimed_windows, build_report, signal_name
 from .tally import Tally
 from .verdict import failure
 from .workers import HOST_DIR, Pool, worker_env
+from .. import settings as settings_module
 
 PROGRESS_EVERY_S = 0.2  # --events progress lines
 #: At most this many rounds of extra work to land the planned events, each adding half the input.
 MAX_EXTENSIONS = 3
 #: At most this many extra runs for work the drill queued after the workers' last look (_rerun).
 MAX_RERUNS = 2
+#: How long an operator's `rebuild` may take (the drill's projection: a few thousand events).
+REBUILD_TIMEOUT_S = 120.0
 #: How long the drill waits for a queue's broker to take the extra work it adds (the drill may restart it).
 BROKER_AWAY_S = 120.0
 #: The correlation id of the drill's input, when the schedule resubmits part of it under the same id.
@@ -162,7 +166,11 @@ class Drill:
             for slot in range(plan.workers):
                 self.pool.spawn(slot, self.armed.pop(0) if self.armed else None, done=0)
             self._loop()
-            self.operator = [self._operator(event) for event in plan.final()]
+            final = plan.final()
+            self.operator = [self._operator(event) for event in final if event["kind"] == "reconcile"]
+            for event in final:
+                if event["kind"] == "rebuild":
+                    self._rebuild(event)
         except BaseException:
             _stop(self.oracles)  # the drill itself was stopped: nobody will read the oracle
             raise
@@ -242,6 +250,24 @@ class Drill:
             event, self.progress.applied(), self.progress.calls())
         self.tally.injected(event, outcome, self.emit, self.t, self.progress.applied())
         return outcome
+
+    def _rebuild(self, event: dict[str, Any]) -> None:
+        """Every worker ended: an operator rebuilds the projection from the events (with the job stopped,
+        as `rebuild` asks), new input arrives, and the job runs once more (checks/rebuild.py)."""
+        done, calls = self.progress.applied(), self.progress.calls()
+        cmd = [sys.executable, "-m", settings_module.PACKAGE, "rebuild", "--data-dir", str(self.drill_ctx.data_dir)]
+        try:
+            proc = subprocess.run(cmd, env=worker_env(), capture_output=True, text=True, timeout=REBUILD_TIMEOUT_S)
+            code, said = proc.returncode, (proc.stderr.strip().splitlines() or [""])[-1]
+        except subprocess.TimeoutExpired:
+            code, said = None, f"still running after {REBUILD_TIMEOUT_S:.0f} s (stopped)"
+        outcome = {"code": code, "calls": self.progress.calls() - calls, "message": said[:300]}
+        added = self.add_work(event["count"], f"after-rebuild-{event['n']}") if code == 0 else None
+        self.history.add("fault", event=event["n"], kind="rebuild", done=done, records=len(added or []), **outcome)
+        self.tally.injected(event, outcome, self.emit, self.t, done)
+        if added:
+            self._start_every_slot(self.progress.applied())
+            self._loop()
 
     def _reap(self, slot: int, done: int) -> None:
         """A worker ended on its own: in its armed point (a delivered kill), or it finished."""

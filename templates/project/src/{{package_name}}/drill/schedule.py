@@ -44,6 +44,9 @@ The other fields, by kind:
     submit-crash     crash_at: last. Before the workers start (neither timed nor armed): the
                      input submitted by a process killed just before its last persistence
                      point (counted on a scratch store first), then submitted again
+    rebuild          count. After the workers end (and a reconcile): ``rebuild`` run as an operator
+                     would, with every worker stopped, then ``count`` new records and a last run
+                     (event sourcing: the rebuild calls nothing, the last run sends only the new work)
     reconcile        how: each | export. After the workers end (neither timed nor armed): the
                      drill plays the person who answers the calls in doubt (plain calls, at
                      most once), from what the service really applied, one by one
@@ -247,6 +250,8 @@ def plan(strategy: Any, settings: Any, *, seed: int, records: int, kills: int, w
                        "count": max(10, round(records * RESUBMIT_SHARE))})
     if "second-start" in usable:  # its own generator; early: the second needs the first still running once it is up
         events.append({"kind": "second-start", "at": round(random.Random(f"{seed}:second").uniform(0.1, 0.5), 4)})
+    if "rebuild" in usable:  # after the workers end (after a reconcile): no draw, the other events stay as they were
+        events.append({"kind": "rebuild", "count": max(10, round(records * RESUBMIT_SHARE))})
     if "reconcile" in usable:  # its own generator, like RECOVERING_EVERY: the other events stay as they were
         drawn = random.Random(f"{seed}:reconcile")
         events.append({"kind": "reconcile", "how": drawn.choice(RECONCILE_HOW)})
@@ -346,6 +351,7 @@ def describe(event: dict[str, Any]) -> str:
                                                                     else "from the service's export")
                                      + "; the next run killed after its first re-send"),
              "second-start": lambda e: "the job started again on the data directory of a running worker",
+             "rebuild": lambda e: f"the projection rebuilt from the events, then {e['count']} new record(s) and a last run",
              "sigkill": lambda e: (e.get("moment", "") + (f", then the newest checkpoint {e['damage']}"
                                                           if e.get("damage") else "")) if "at" in e else "",
              "sigterm": lambda e: e.get("moment", "")}.get(event["kind"])

@@ -1,0 +1,29 @@
+"""The projection rebuilt from the events by an operator (check ``rebuild``).
+
+An event-sourced design rebuilds a read model from its events (after a bug in the projection, a new
+column): the rebuild reads events only, never calls the external service, and leaves every other
+subscriber where it was, so the run after it sends only the work that came since. The drill's rebuild
+fault (runner.py) runs `rebuild` once the workers have ended, records its exit and the calls made
+meanwhile, then submits new input and runs the job once more; what that run sends again is judged by
+the usual checks (duplicate_effects, redone_calls).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..verdict import Failure, failure
+
+
+def check(ops: list[dict[str, Any]]) -> list[Failure]:
+    found = []
+    for o in ops:
+        if o.get("op") != "fault" or o.get("kind") != "rebuild":
+            continue
+        if o.get("code") != 0:
+            found.append(failure("rebuild", f"`rebuild` with every worker stopped exited {o.get('code')}: "
+                                            f"{o.get('message') or 'no message'}"))
+        if o.get("calls"):
+            found.append(failure("rebuild", f"`rebuild` made {o['calls']} external call(s): a rebuild reads "
+                                            "events only, it must never call the service"))
+    return found
