@@ -8,9 +8,11 @@ every worker has ended, through the project's own commands as the README tells a
 1. ``reconcile --json`` lists the calls; each is answered from what the service really applied
    (its log, the drill's ground truth): one by one (``--applied ID`` / ``--not-applied ID``) or
    all at once from the service's export (``--from-export external.db``), as the schedule says;
-2. one ``run`` is killed just after its first external call returns: the first call of a run
-   is the re-send of a call answered "not applied", so the re-send itself is crashed before its
-   answer is recorded; the next ``run`` must hold it in doubt again, never send it a second time;
+2. one ``run`` is killed at its first external call, just after it returned or just before it
+   goes out (the schedule's ``resend_kill``): the first call of a run is the re-send of a call
+   answered "not applied", so the re-send itself is crashed before its answer is recorded; the
+   next ``run`` must hold it in doubt again (it cannot tell which), never send it a second time,
+   and never take it for settled (then a re-send that never went out would be lost unlisted);
 3. the calls in doubt now are answered again, and a last ``run`` sends what was not applied.
 
 The checks that follow are the usual ones, with no excuse left: a call answered "not applied"
@@ -36,8 +38,9 @@ from .workers import Pool, worker_env
 
 #: How long one of the operator's commands or runs may take (a loaded machine, a queue's broker).
 COMMAND_S = 300.0
-#: The point the second run dies at: just after its first external call returned.
-FIRST_RETURN = "called:1"
+#: The point the second run dies at: just after its first external call returned, or just before
+#: it goes out (``resend_kill``: after | before).
+RESEND_KILL = {"after": "called:1", "before": "call:1"}
 
 
 class Operator:
@@ -59,7 +62,7 @@ class Operator:
         again = self.answer(event)
         if again["not_applied"]:
             self.run_worker(event, armed=False, done=done)
-        outcome = {"how": event["how"], "answered": first["answered"], "applied": first["applied"],
+        outcome = {"how": event["how"], "resend_kill": event.get("resend_kill", "after"), "answered": first["answered"], "applied": first["applied"],
                    "not_applied": first["not_applied"], "answered_again": again["answered"],
                    "resend_crashed": crashed == -signal.SIGKILL, "calls_before": calls_before,
                    "errors": list(self.errors)}
@@ -102,10 +105,11 @@ class Operator:
 
     # --------------------------------------------------------------------- runs
     def run_worker(self, event: dict[str, Any], *, armed: bool, done: int) -> int | None:
-        """One run of the job in slot 0 (armed: it kills itself after its first call returns);
+        """One run of the job in slot 0 (armed: it kills itself at its first call, RESEND_KILL);
         its exit code, None if it did not end in time."""
         self.pool.home(0)
-        arm = {"n": event["n"], "crash_point": FIRST_RETURN} if armed else None
+        where = RESEND_KILL[event.get("resend_kill", "after")]
+        arm = {"n": event["n"], "crash_point": where} if armed else None
         proc = self.pool.spawn(0, arm, done=done)
         try:
             code = proc.wait(timeout=COMMAND_S)

@@ -51,8 +51,9 @@ The other fields, by kind:
                      drill plays the person who answers the calls in doubt (plain calls, at
                      most once), from what the service really applied, one by one
                      (``reconcile --applied/--not-applied ID``) or from the service's export
-                     (``reconcile --from-export``); then one run is killed just after its
-                     first call returns (the released re-send), the calls now in doubt are
+                     (``reconcile --from-export``); then one run is killed at its first call,
+                     the released re-send (resend_kill: after it returned | before it goes out),
+                     the calls now in doubt are
                      answered again, and a last run finishes (reconciler.py)
     damaged-checkpoint  no event of its own: a timed SIGKILL (after-effect) carries ``damage``: torn
                      (and another rot), done to the newest checkpoint generation once the worker is
@@ -91,6 +92,9 @@ PER_RUN = {"other-host": 1, "service-fail": 2, "service-timeout": 2, "resubmit-s
            "store-outage": 1, "key-reuse": 1, "redelivery": 1, "submit-crash": 1, "new-input": 1}
 #: How the drill's operator answers the calls in doubt (reconciler.py): one by one, or from an export.
 RECONCILE_HOW = ("each", "export")
+#: Where the operator's run dies at its first call, the re-send of a call answered "not applied"
+#: (reconciler.py): just after it returned, or just before it goes out.
+RESEND_KILL = ("after", "before")
 #: With ``reconcile`` in a run with kills (not --sigterm, not --aim), one of the kills is a SIGKILL
 #: armed just before a worker's N-th external call goes out (N drawn in this range): a call in doubt
 #: that truly never arrived, so the person's answers hold a "not applied" one, whose re-send the
@@ -254,7 +258,8 @@ def plan(strategy: Any, settings: Any, *, seed: int, records: int, kills: int, w
         events.append({"kind": "rebuild", "count": max(10, round(records * RESUBMIT_SHARE))})
     if "reconcile" in usable:  # its own generator, like RECOVERING_EVERY: the other events stay as they were
         drawn = random.Random(f"{seed}:reconcile")
-        events.append({"kind": "reconcile", "how": drawn.choice(RECONCILE_HOW)})
+        events.append({"kind": "reconcile", "how": drawn.choice(RECONCILE_HOW),
+                       "resend_kill": random.Random(f"{seed}:resend").choice(RESEND_KILL)})
         if unsent:
             events.append({"kind": "sigkill", "crash_point": f"call:{drawn.randint(*UNSENT_CALL)}"})
     # setup first, then the timed ones, the armed ones (in their order), the final ones
@@ -349,7 +354,7 @@ def describe(event: dict[str, Any]) -> str:
              "submit-crash": lambda e: "killed just before its last persistence point, then submitted again",
              "reconcile": lambda e: ("calls in doubt answered " + ("one by one" if e.get("how") == "each"
                                                                     else "from the service's export")
-                                     + "; the next run killed after its first re-send"),
+                                     + f"; the next run killed {e.get('resend_kill', 'after')} its first re-send"),
              "second-start": lambda e: "the job started again on the data directory of a running worker",
              "rebuild": lambda e: f"the projection rebuilt from the events, then {e['count']} new record(s) and a last run",
              "sigkill": lambda e: (e.get("moment", "") + (f", then the newest checkpoint {e['damage']}"

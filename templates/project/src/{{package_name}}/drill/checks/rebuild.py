@@ -4,8 +4,10 @@ An event-sourced design rebuilds a read model from its events (after a bug in th
 column): the rebuild reads events only, never calls the external service, and leaves every other
 subscriber where it was, so the run after it sends only the work that came since. The drill's rebuild
 fault (runner.py) runs `rebuild` once the workers have ended, records its exit and the calls made
-meanwhile, then submits new input and runs the job once more; what that run sends again is judged by
-the usual checks (duplicate_effects, redone_calls).
+meanwhile and how the rebuilt projection differs from the one the workers left (a live projection
+that lost rows is repaired by the rebuild: the difference is the finding), then submits new input and
+runs the job once more; what that run sends again is judged by the usual checks (duplicate_effects,
+redone_calls).
 """
 
 from __future__ import annotations
@@ -23,6 +25,14 @@ def check(ops: list[dict[str, Any]]) -> list[Failure]:
         if o.get("code") != 0:
             found.append(failure("rebuild", f"`rebuild` with every worker stopped exited {o.get('code')}: "
                                             f"{o.get('message') or 'no message'}"))
+        differed = {k: o.get(k + "_before") or [] for k in ("missing", "extra")}
+        if any(differed.values()):
+            what = ", ".join(f"{len(v)} {k}" for k, v in differed.items() if v)
+            example = next(v[0] for v in differed.values() if v)
+            found.append(failure("rebuild", f"the projection as the workers left it differed from its rebuild from "
+                                            f"the events ({what} result row(s), e.g. record {example}; a changed row counts as both): the "
+                                            "live projection lost, doubled or changed what its events say (the "
+                                            "rebuild repaired it)"))
         if o.get("calls"):
             found.append(failure("rebuild", f"`rebuild` made {o['calls']} external call(s): a rebuild reads "
                                             "events only, it must never call the service"))
