@@ -120,15 +120,20 @@ MOMENTS = ("anywhere", "after-effect", "after-commit")
 #: the work ran out, it lands in the run the drill extends the work with. Drawn with a generator
 #: of its own, like RECOVERING_EVERY.
 LATE_RESUBMIT_AFTER = (0.02, 0.05)
-#: One kill in STATE_KILL_EVERY (from 3 kills; SIGKILLs allowed, neither --sigterm nor --aim) is armed
+#: One kill in OWN_KILL_EVERY (at most 3; from 2 kills; SIGKILLs allowed, neither --sigterm nor --aim) is
+#: one the worker gives itself, exactly where a kill timed from outside rarely lands. Armed kills go to
+#: the workers in the order they start, so each lands on the successor of the one before: the first
 #: just before the worker's N-th write of its durable state (``state:N``, N drawn in STATE_POINT),
-#: wherever the code writes: a kill the drill times from outside lands after a write, rarely between
-#: two writes a millisecond apart (a batch recorded in two transactions where one was meant). Drawn
-#: with a generator of its own. N is small: the armed worker dies within its first batches (a
-#: checkpoint worker writes about once per batch), never holding up the timed events that wait for
-#: an unarmed worker; its successor's recovery is then where it dies next, should it be armed again.
-STATE_KILL_EVERY = 5
+#: wherever the code writes (a batch recorded in two transactions where one was meant is cut between
+#: them); with three, the second just before the successor's M-th call goes out (``call:M``, M in
+#: UNSENT_CALL: a call whose intent is recorded and which never went out); the last just before the
+#: next successor's first call (FIRST_CALL), most often its recovery's re-send of what the one before
+#: left in doubt: a re-send cut short must leave the call in doubt, never settled. N is small: the
+#: armed worker dies within its first batches, never holding up the timed events that wait for an
+#: unarmed worker. Drawn with a generator of their own.
+OWN_KILL_EVERY = 4
 STATE_POINT = (2, 6)
+FIRST_CALL = "call:1"
 #: New work arriving while the workers run lands between these fractions of the expected effects.
 NEW_INPUT_AT = (0.15, 0.6)
 LATE_RESUBMIT_BY = 0.97
@@ -226,7 +231,7 @@ def plan(strategy: Any, settings: Any, *, seed: int, records: int, kills: int, w
     events: list[dict[str, Any]] = []
     # One of the kills is the reconcile fault's call that never went out (UNSENT_CALL), drawn last.
     unsent = int("reconcile" in usable and "sigkill" in usable and kills > 0 and not sigterm_only and aims is None)
-    state = (kills - unsent + 2) // STATE_KILL_EVERY if "sigkill" in usable and not sigterm_only and aims is None else 0
+    state = min(3, (kills - unsent + 2) // OWN_KILL_EVERY) if "sigkill" in usable and not sigterm_only and aims is None else 0
     events += _kills(rng, usable, kills - unsent - state, sigterm_only, aims,
                      aim_spread(strategy, settings, records, kills))
     if getattr(strategy, "KILLS_IN_RECOVERY", True):
@@ -247,7 +252,11 @@ def plan(strategy: Any, settings: Any, *, seed: int, records: int, kills: int, w
         skipped["damaged-checkpoint"] = ("no timed SIGKILL for the damage to follow: it needs --kills, the sigkill "
                                          "kind, and no --sigterm")
     drawn = random.Random(f"{seed}:state")  # its own generator, like the ones below: the rest stays as it was
-    events += [{"kind": "sigkill", "crash_point": f"state:{drawn.randint(*STATE_POINT)}"} for _ in range(state)]
+    # A chain, each armed kill going to the successor of the one before: before a write; before a call
+    # (from 3); before the first call of the next successor, its re-send of that call (from 2).
+    chain = [f"state:{drawn.randint(*STATE_POINT)}", f"call:{drawn.randint(*UNSENT_CALL)}", FIRST_CALL]
+    own = [chain[0]] if state == 1 else [chain[0], chain[2]] if state == 2 else chain if state == 3 else []
+    events += [{"kind": "sigkill", "crash_point": point} for point in own]
     if "new-input" in usable:
         drawn = random.Random(f"{seed}:new-input")
         events.append({"kind": "new-input", "at": round(drawn.uniform(*NEW_INPUT_AT), 4),
