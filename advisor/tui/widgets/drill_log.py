@@ -52,8 +52,13 @@ def verdict(report: Mapping[str, Any]) -> Text:
     rec = report.get("recovery_ms") or {}
     text = Text()
     text.append("✔ PASSED  " if ok else "✘ FAILED  ", style="bold green" if ok else "bold red")
-    if report.get("extended_records"):  # a slow machine: the drill grew the input so every fault could land
-        text.append(f"{report.get('records')} records ({report['extended_records']} added to land every fault) · ")
+    # Records the drill added: new input while the workers ran, after a rebuild, and (a slow machine) so that
+    # every fault could land.
+    why = {"new_input_records": "submitted while the workers ran", "after_rebuild_records": "after a rebuild",
+           "extended_records": "added to land every fault"}
+    added = [f"{report[key]} {words}" for key, words in why.items() if report.get(key)]
+    if added:
+        text.append(f"{report.get('records')} records ({', '.join(added)}) · ")
     text.append(
         f"lost {report.get('lost', '?')} · duplicated {report.get('duplicate_effects', '?')} · "
         f"redone calls {report.get('redone_calls', '?')}\n"

@@ -15,10 +15,8 @@ from __future__ import annotations
 import json
 import signal
 import subprocess
-import sys
 import tempfile
 import time
-from collections import Counter
 from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
@@ -37,21 +35,19 @@ from .durability import Probe
 from .history import History
 from .judge import INPUT_FILE, ORACLE_CLOCK_SHIFT_S, PROBE_DIR, judge, start_oracle
 from .nemesis import KILLS, Nemesis
+from .rebuilder import rebuild
 from .reconciler import Operator
 from .progress import POLL_S, Progress
 from .report_data import aimed_windows, build_report, signal_name
 from .tally import Tally
 from .verdict import failure
 from .workers import HOST_DIR, Pool, worker_env
-from .. import settings as settings_module
 
 PROGRESS_EVERY_S = 0.2  # --events progress lines
 #: At most this many rounds of extra work to land the planned events, each adding half the input.
 MAX_EXTENSIONS = 3
 #: At most this many extra runs for work the drill queued after the workers' last look (_rerun).
 MAX_RERUNS = 2
-#: How long an operator's `rebuild` may take (the drill's projection: a few thousand events).
-REBUILD_TIMEOUT_S = 120.0
 #: How long the drill waits for a queue's broker to take the extra work it adds (the drill may restart it).
 BROKER_AWAY_S = 120.0
 #: The correlation id of the drill's input, when the schedule resubmits part of it under the same id.
@@ -253,37 +249,16 @@ class Drill:
         return outcome
 
     def _rebuild(self, event: dict[str, Any]) -> None:
-        """Every worker ended: an operator rebuilds the projection from the events (with the job stopped,
-        as `rebuild` asks), new input arrives, and the job runs once more (checks/rebuild.py)."""
-        done, calls = self.progress.applied(), self.progress.calls()
-        # The projection as the workers left it: a rebuild restores rows a buggy live projection lost,
-        # so what it changed is recorded (checks/rebuild.py), never silently repaired.
-        live = self._projection()
-        cmd = [sys.executable, "-m", settings_module.PACKAGE, "rebuild", "--data-dir", str(self.drill_ctx.data_dir)]
-        try:
-            proc = subprocess.run(cmd, env=worker_env(), capture_output=True, text=True, timeout=REBUILD_TIMEOUT_S)
-            code, said = proc.returncode, (proc.stderr.strip().splitlines() or [""])[-1]
-        except subprocess.TimeoutExpired:
-            code, said = None, f"still running after {REBUILD_TIMEOUT_S:.0f} s (stopped)"
-        outcome = {"code": code, "calls": self.progress.calls() - calls, "message": said[:300]}
-        rebuilt = self._projection() if code == 0 else None
-        if live is not None and rebuilt is not None:  # rows as (record id, output): lost, doubled or changed
-            outcome["missing_before"] = sorted(rid for rid, _ in rebuilt - live)[:1000]
-            outcome["extra_before"] = sorted(rid for rid, _ in live - rebuilt)[:1000]
-        added = self.add_work(event["count"], f"after-rebuild-{event['n']}") if code == 0 else None
+        """Every worker ended: an operator rebuilds the projection (rebuilder.py), new input arrives,
+        and the job runs once more (checks/rebuild.py)."""
+        done = self.progress.applied()
+        outcome = rebuild(self.drill_ctx, self.progress)
+        added = self.add_work(event["count"], f"after-rebuild-{event['n']}") if outcome["code"] == 0 else None
         self.history.add("fault", event=event["n"], kind="rebuild", done=done, records=len(added or []), **outcome)
         self.tally.injected(event, outcome, self.emit, self.t, done)
         if added:
             self._start_every_slot(self.progress.applied())
             self._loop()
-
-    def _projection(self) -> Counter[tuple[str, str]] | None:
-        """The stored result rows, as (record id, output) counted (None: unreadable now)."""
-        try:
-            rows = self.drill_ctx.strategy.stored_results(self.drill_ctx) or []
-            return Counter((str(rid), json.dumps(output, sort_keys=True)) for rid, output in rows)
-        except Exception:  # a store the faults left unreadable: the verdict says so (store_corrupt)
-            return None
 
     def _reap(self, slot: int, done: int) -> None:
         """A worker ended on its own: in its armed point (a delivered kill), or it finished."""
