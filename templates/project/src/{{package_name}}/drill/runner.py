@@ -282,7 +282,9 @@ class Drill:
         left = self.pool.armed[slot]
         if left is not None:  # killed by the drill before its own point: the point is still planned
             self.armed.insert(0, left)
-        self.pool.spawn(slot, self.armed.pop(0) if self.armed else None, done=done)
+        # The effects now, not the loop's reading: the worker that ended may have applied more since,
+        # and a late resubmission must pick only what its successor did (nemesis.py).
+        self.pool.spawn(slot, self.armed.pop(0) if self.armed else None, done=self.progress.applied())
         self.tally.restarted(done, self.emit, self.t)
 
     def _undone(self) -> int:

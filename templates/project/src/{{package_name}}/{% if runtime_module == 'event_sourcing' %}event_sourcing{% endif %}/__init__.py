@@ -58,6 +58,7 @@ from typing import Any
 from uuid import uuid4
 
 from eventsourcing.application import AggregateNotFoundError, project_aggregate
+from eventsourcing.persistence import IntegrityError
 
 from .. import job
 from .. import settings as settings_module
@@ -145,8 +146,13 @@ def submit(ctx: Context, records: list[dict[str, Any]], *, work_ms: float = 0.0,
             if correlation_id is not None:
                 correlation.record(store, correlation_id, ids)
         # The streams' first events. If a kill lands between the two commits, the
-        # worker starts a missing stream itself (Task.Started is derived from es_tasks).
-        app.save(*[Task(task_id=t, total=len(records[i * size:(i + 1) * size])) for i, t in enumerate(ids)])
+        # worker starts a missing stream itself (Task.Started is derived from es_tasks);
+        # a running worker may do so first (a submit while `run` works): then this save
+        # conflicts, and the streams it did not start are started by the workers the same way.
+        try:
+            app.save(*[Task(task_id=t, total=len(records[i * size:(i + 1) * size])) for i, t in enumerate(ids)])
+        except IntegrityError:
+            pass
         return Submitted(ids)
     finally:
         app.close()
