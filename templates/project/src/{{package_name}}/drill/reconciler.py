@@ -62,7 +62,8 @@ class Operator:
         again = self.answer(event)
         if again["not_applied"]:
             self.run_worker(event, armed=False, done=done)
-        outcome = {"how": event["how"], "resend_kill": event.get("resend_kill", "after"), "answered": first["answered"], "applied": first["applied"],
+        outcome = {"how": event["how"], "resend_kill": event.get("resend_kill", "after"),
+                   "answered": first["answered"], "applied": first["applied"],
                    "not_applied": first["not_applied"], "answered_again": again["answered"],
                    "resend_crashed": crashed == -signal.SIGKILL, "calls_before": calls_before,
                    "errors": list(self.errors)}

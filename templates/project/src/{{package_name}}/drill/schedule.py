@@ -231,8 +231,8 @@ def plan(strategy: Any, settings: Any, *, seed: int, records: int, kills: int, w
     events: list[dict[str, Any]] = []
     # One of the kills is the reconcile fault's call that never went out (UNSENT_CALL), drawn last.
     unsent = int("reconcile" in usable and "sigkill" in usable and kills > 0 and not sigterm_only and aims is None)
-    state = min(3, (kills - unsent + 2) // OWN_KILL_EVERY) if "sigkill" in usable and not sigterm_only and aims is None else 0
-    events += _kills(rng, usable, kills - unsent - state, sigterm_only, aims,
+    own_kills = min(3, (kills - unsent + 2) // OWN_KILL_EVERY) if "sigkill" in usable and not sigterm_only and aims is None else 0
+    events += _kills(rng, usable, kills - unsent - own_kills, sigterm_only, aims,
                      aim_spread(strategy, settings, records, kills))
     if getattr(strategy, "KILLS_IN_RECOVERY", True):
         in_recovery(events, random.Random(f"{seed}:recovering"), [k for k in ("sigterm", "sigkill") if k in usable])
@@ -255,16 +255,16 @@ def plan(strategy: Any, settings: Any, *, seed: int, records: int, kills: int, w
     # A chain, each armed kill going to the successor of the one before: before a write; before a call
     # (from 3); before the first call of the next successor, its re-send of that call (from 2).
     chain = [f"state:{drawn.randint(*STATE_POINT)}", f"call:{drawn.randint(*UNSENT_CALL)}", FIRST_CALL]
-    own = [chain[0]] if state == 1 else [chain[0], chain[2]] if state == 2 else chain if state == 3 else []
+    own = {0: [], 1: chain[:1], 2: [chain[0], chain[2]], 3: chain}[own_kills]
     events += [{"kind": "sigkill", "crash_point": point} for point in own]
+    added = max(10, round(records * RESUBMIT_SHARE))  # records the drill adds: new input, after a rebuild
     if "new-input" in usable:
         drawn = random.Random(f"{seed}:new-input")
-        events.append({"kind": "new-input", "at": round(drawn.uniform(*NEW_INPUT_AT), 4),
-                       "count": max(10, round(records * RESUBMIT_SHARE))})
+        events.append({"kind": "new-input", "at": round(drawn.uniform(*NEW_INPUT_AT), 4), "count": added})
     if "second-start" in usable:  # its own generator; early: the second needs the first still running once it is up
         events.append({"kind": "second-start", "at": round(random.Random(f"{seed}:second").uniform(0.1, 0.5), 4)})
     if "rebuild" in usable:  # after the workers end (after a reconcile): no draw, the other events stay as they were
-        events.append({"kind": "rebuild", "count": max(10, round(records * RESUBMIT_SHARE))})
+        events.append({"kind": "rebuild", "count": added})
     if "reconcile" in usable:  # its own generator, like RECOVERING_EVERY: the other events stay as they were
         drawn = random.Random(f"{seed}:reconcile")
         events.append({"kind": "reconcile", "how": drawn.choice(RECONCILE_HOW),

@@ -173,17 +173,14 @@ class _Counter:
         if self.target is None:
             return
         wanted, n = self.target
-        if (not wanted and self.total == n) or (wanted in (name, kind) and self._of(wanted) == n) or (
-                wanted == "state" and kind in STATE_KINDS and self._of(wanted) == n):
+        if (not wanted and self.total == n) or (_matches(wanted, name, kind) and self._of(wanted) == n):
             self.report(name)
             _die(f"crash point {self.total} ({name}, #{count} at this site)")
 
     def _of(self, wanted: str) -> int:
-        if wanted == "state":
-            return sum(n for name, n in self.counts.items() if name.split("@", 1)[0] in STATE_KINDS)
         if "@" in wanted:
             return self.counts[wanted]
-        return sum(n for name, n in self.counts.items() if name.startswith(wanted + "@"))
+        return sum(n for name, n in self.counts.items() if _matches(wanted, name, name.split("@", 1)[0]))
 
     def report(self, crashed_at: str | None) -> None:
         if not self.report_dir:
@@ -197,6 +194,11 @@ class _Counter:
                 out.write(json.dumps(doc, sort_keys=True))
         except OSError:
             pass  # the drill's directory went away: nobody is left to read it
+
+
+def _matches(wanted: str, name: str, kind: str) -> bool:
+    """Is a point ``name`` of ``kind`` one the target ``wanted`` counts (a site, a kind, or ``state``)?"""
+    return wanted in (name, kind) or (wanted == "state" and kind in STATE_KINDS)
 
 
 _counter = _Counter()
