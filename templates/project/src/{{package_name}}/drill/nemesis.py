@@ -131,10 +131,31 @@ class Nemesis:
         else:
             outcome = self.pool.sigterm(slot, event, self.ctx.settings.grace_period_s, self.progress.applied())
             if event["kind"] == "other-host" and outcome["landed"]:
-                self.pool.move_host(slot)
+                stranded = self._held_by_the_gone()
+                if stranded:  # moved now, the successor could only wait out their lease: it stays
+                    self.history.add("fault", event=event["n"], kind="other-host", phase="stayed", done=done,
+                                     held=stranded)
+                else:
+                    self.pool.move_host(slot)
         if not outcome["landed"]:
             return None  # it had exited (or never got ready): try another moment
         return {**outcome, "slot": slot}  # the runner restarts the slot
+
+    def _held_by_the_gone(self) -> list[str]:
+        """Claims held by no live worker, once a stopped one is gone: a killed predecessor's that
+        the stopped worker had not taken over yet (a stopped worker's own is the exits check's
+        finding). Its successor on this host sees the holder's pid gone and takes them at once;
+        on another host only their lease could tell, so the drill does not move it then."""
+        read = getattr(self.strategy, "held_claims", None)
+        if read is None:
+            return []
+        live = [f":{self.pool.procs[s].pid}" for s in self.pool.alive()]  # type: ignore[union-attr]
+        try:
+            held = read(self.ctx)
+        except Exception:  # noqa: BLE001  unreadable now (an outage): move as planned
+            return []
+        return [claim["what"] for claim in held
+                if not any(str(claim.get("owner") or "").endswith(pid) for pid in live)]
 
     def _damage(self, event: dict[str, Any], done: int) -> str | None:
         """The killed worker's newest checkpoint generation damaged before its successor starts

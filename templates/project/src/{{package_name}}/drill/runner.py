@@ -237,7 +237,7 @@ class Drill:
                     self.timed.pop(0)
                     self.tally.injected(event, outcome, self.emit, self.t, self.progress.applied())
                     if event["kind"] in KILLS:
-                        self._restart(outcome["slot"], self.progress.applied())
+                        self._restart(outcome["slot"])
                     continue
             time.sleep(POLL_S)
 
@@ -269,7 +269,7 @@ class Drill:
         if armed is not None and code == -signal.SIGKILL:  # it died in its window: a delivered kill
             self.history.add("exit", slot=slot, pid=proc.pid, code=code, by="self", event=armed["n"], done=done)
             self.tally.injected(armed, {"landed": 1, "slot": slot}, self.emit, self.t, done)
-            self._restart(slot, done)
+            self._restart(slot)
             return
         self.history.add("exit", slot=slot, pid=proc.pid, code=code, by="worker", event=None, done=done)
         if armed is not None:  # it finished without passing its point often enough: later
@@ -277,14 +277,17 @@ class Drill:
         if code != 0:
             self.tally.worker_failures.append(code)
 
-    def _restart(self, slot: int, done: int) -> None:
+    def _restart(self, slot: int) -> None:
         """Start the slot's next worker at once, armed with the next armed event if any."""
         left = self.pool.armed[slot]
         if left is not None:  # killed by the drill before its own point: the point is still planned
             self.armed.insert(0, left)
-        # The effects now, not the loop's reading: the worker that ended may have applied more since,
-        # and a late resubmission must pick only what its successor did (nemesis.py).
-        self.pool.spawn(slot, self.armed.pop(0) if self.armed else None, done=self.progress.applied())
+        # The effects now, not the loop's reading: the worker that ended may have applied more since.
+        # A late resubmission must pick only what its successor did (nemesis.py), and its recovery
+        # is its first effect after these (an older reading would take the predecessor's last for
+        # it, and let the next kill land before the successor took over what it inherited).
+        done = self.progress.applied()
+        self.pool.spawn(slot, self.armed.pop(0) if self.armed else None, done=done)
         self.tally.restarted(done, self.emit, self.t)
 
     def _undone(self) -> int:
