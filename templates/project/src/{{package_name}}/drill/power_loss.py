@@ -54,7 +54,7 @@ from . import lazyfs, store_snapshot, verdict
 from .durability import IN_COMMIT
 from .judge import PROBE_DIR
 from .report_data import percentile
-from .runner import fresh_data_dir
+from .preflight import fresh_data_dir
 from .segments import CrashPointRun
 from .sweep import run_sweep
 from .sweep_plan import SweepPlan, Target

@@ -33,7 +33,7 @@ from ..runtime.strategy import Context
 from . import lazyfs, pg_power, store_snapshot
 from .power_loss import TIMED_COMMITS, PowerLossRun
 from .report_data import percentile
-from .runner import fresh_data_dir
+from .preflight import fresh_data_dir
 
 #: LazyFS's cache for the server: it holds every page written between two cuts, and PostgreSQL writes
 #: whole 16 MB WAL segments when it creates them.

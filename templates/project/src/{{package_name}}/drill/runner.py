@@ -15,7 +15,6 @@ from __future__ import annotations
 import json
 import signal
 import subprocess
-import tempfile
 import time
 from collections.abc import Callable
 from dataclasses import replace
@@ -27,7 +26,7 @@ from ..job import demo_records
 from ..runtime import effects, submission
 from ..runtime.errors import JobError, TransientError
 from ..runtime.external import ExternalService, verify
-from ..runtime.store import STATE_DB, connect, is_postgresql, workload_held
+from ..runtime.store import STATE_DB
 from ..runtime.strategy import Context
 from . import schedule as schedule_module
 from .crashed_submit import crash_a_submit
@@ -35,6 +34,7 @@ from .durability import Probe
 from .history import History
 from .judge import INPUT_FILE, ORACLE_CLOCK_SHIFT_S, PROBE_DIR, judge, start_oracle
 from .nemesis import KILLS, Nemesis
+from .preflight import check_hosts, fresh_data_dir, refuse_a_held_workload
 from .rebuilder import rebuild
 from .reconciler import Operator
 from .progress import POLL_S, Progress
@@ -53,36 +53,6 @@ BROKER_AWAY_S = 120.0
 #: The correlation id of the drill's input, when the schedule resubmits part of it under the same id.
 INPUT_ID = "drill-input"
 SCHEDULE_FILE = "drill-schedule.json"
-
-
-def fresh_data_dir(data_dir: Path | None) -> Path:
-    if data_dir is None:
-        # ./data/drill-<time>-<pid>: kept after the run, so `sqlite3 .../external.db` can check it.
-        base = Path("data")
-        try:
-            base.mkdir(parents=True, exist_ok=True)
-            return Path(tempfile.mkdtemp(prefix=time.strftime("drill-%Y%m%d-%H%M%S-"), dir=base)).resolve()
-        except OSError as exc:
-            raise JobError(f"cannot create a drill directory under {base.resolve()}: {exc.strerror}; "
-                           "pass --data-dir") from None
-    if data_dir.exists() and (not data_dir.is_dir() or any(data_dir.iterdir())):
-        raise JobError(f"the drill needs a fresh --data-dir; {data_dir} is not an empty directory")
-    try:
-        data_dir.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        raise JobError(f"cannot create --data-dir {data_dir}: {exc.strerror}") from None
-    return data_dir.resolve()
-
-
-def check_hosts(ctx: Context, hosts: int, workers: int) -> None:
-    """``--hosts N``: only a store every host reaches can be shared (PostgreSQL)."""
-    if hosts == 1:
-        return
-    if getattr(ctx.strategy, "STATE_STORE", "database") == "files" or not is_postgresql(ctx.settings.database_url):
-        raise JobError("--hosts needs PostgreSQL (DATABASE_URL=postgresql://...): separate hosts have separate "
-                       "data directories and cannot share a SQLite file or checkpoint files")
-    if workers < hosts:
-        raise JobError(f"--hosts {hosts} needs --workers {hosts} or more (at least one worker per host)")
 
 
 class Drill:
@@ -117,7 +87,7 @@ class Drill:
         resubmits = "resubmit-same" in plan.kinds or "submit-crash" in plan.kinds
         self.input_id = INPUT_ID if resubmits and queue is None else None
         records = self.records = demo_records(plan.records)
-        _refuse_a_held_workload(ctx)
+        refuse_a_held_workload(ctx)
         crashes = [(e, crash_a_submit(data_dir, records, INPUT_ID, plan.work_ms)) for e in plan.setup()
                    if e["kind"] == "submit-crash" and self.input_id is not None]
         for event, what in crashes:  # a producer killed mid-submit: the submit below is its retry
@@ -145,8 +115,12 @@ class Drill:
         self.tally = Tally()
         for event, what in crashes:
             self.tally.injected(event, what, self.emit, self.t, 0)
-        self.armed = plan.armed()
+        # Armed kills go to the workers in the order they start; one marked "after" damage goes to the
+        # successor of the kill that damaged the newest checkpoint (schedule.py), held until then.
+        self.armed = [e for e in plan.armed() if e.get("after") != "damage"]
+        self.after_damage = [e for e in plan.armed() if e.get("after") == "damage"]
         self.timed = plan.timed()
+        self._no_damage_left()
         self.base = self._expected_count()
         self.marks = {e["n"]: e["at"] * self.base for e in self.timed}
         self.extended = 0
@@ -237,7 +211,8 @@ class Drill:
                     self.timed.pop(0)
                     self.tally.injected(event, outcome, self.emit, self.t, self.progress.applied())
                     if event["kind"] in KILLS:
-                        self._restart(outcome["slot"])
+                        self._restart(outcome["slot"], after_damage=bool(outcome.get("damaged")))
+                    self._no_damage_left()
                     continue
             time.sleep(POLL_S)
 
@@ -260,6 +235,12 @@ class Drill:
             self._start_every_slot(self.progress.applied())
             self._loop()
 
+    def _no_damage_left(self) -> None:
+        """No damaging kill left to follow (all landed, or shrunk away): the held kills are armed as the others."""
+        if self.after_damage and not any(e.get("damage") for e in self.timed):
+            self.armed += self.after_damage
+            self.after_damage = []
+
     def _reap(self, slot: int, done: int) -> None:
         """A worker ended on its own: in its armed point (a delivered kill), or it finished."""
         proc = self.pool.procs[slot]
@@ -269,7 +250,7 @@ class Drill:
         if armed is not None and code == -signal.SIGKILL:  # it died in its window: a delivered kill
             self.history.add("exit", slot=slot, pid=proc.pid, code=code, by="self", event=armed["n"], done=done)
             self.tally.injected(armed, {"landed": 1, "slot": slot}, self.emit, self.t, done)
-            self._restart(slot)
+            self._restart(slot, after_damage=armed.get("after") == "damage")
             return
         self.history.add("exit", slot=slot, pid=proc.pid, code=code, by="worker", event=None, done=done)
         if armed is not None:  # it finished without passing its point often enough: later
@@ -277,17 +258,20 @@ class Drill:
         if code != 0:
             self.tally.worker_failures.append(code)
 
-    def _restart(self, slot: int) -> None:
-        """Start the slot's next worker at once, armed with the next armed event if any."""
+    def _restart(self, slot: int, *, after_damage: bool = False) -> None:
+        """Start the slot's next worker at once, armed with the next armed event if any; after a kill
+        that damaged the newest checkpoint, or a link of the chain that follows it, the chain's next."""
         left = self.pool.armed[slot]
         if left is not None:  # killed by the drill before its own point: the point is still planned
-            self.armed.insert(0, left)
+            after_damage = after_damage or left.get("after") == "damage"
+            (self.after_damage if left.get("after") == "damage" else self.armed).insert(0, left)
+        queue = self.after_damage if after_damage and self.after_damage else self.armed
         # The effects now, not the loop's reading: the worker that ended may have applied more since.
         # A late resubmission must pick only what its successor did (nemesis.py), and its recovery
         # is its first effect after these (an older reading would take the predecessor's last for
         # it, and let the next kill land before the successor took over what it inherited).
         done = self.progress.applied()
-        self.pool.spawn(slot, self.armed.pop(0) if self.armed else None, done=done)
+        self.pool.spawn(slot, queue.pop(0) if queue else None, done=done)
         self.tally.restarted(done, self.emit, self.t)
 
     def _undone(self) -> int:
@@ -372,18 +356,6 @@ class Drill:
     def _expected_count(self) -> int:
         """What must happen: the input x the steps job.py declares (never the strategy's say-so)."""
         return len(self.records) * len(job.STEPS)
-
-
-def _refuse_a_held_workload(ctx: Context) -> None:
-    """The drill's checks count everything in the store as its own input: a database that
-    already holds work (PostgreSQL; a fresh --data-dir is always empty) is refused up front."""
-    if not is_postgresql(ctx.settings.database_url) or not int(ctx.strategy.status(ctx).get("total", 0)):
-        return
-    store = connect(ctx.data_dir, ctx.settings)
-    try:
-        raise JobError(workload_held(store, ctx.data_dir))
-    finally:
-        store.close()
 
 
 def _stop(procs: list[subprocess.Popen[bytes]]) -> None:

@@ -132,6 +132,11 @@ LATE_RESUBMIT_AFTER = (0.02, 0.05)
 #: armed worker dies within its first batches, never holding up the timed events that wait for an
 #: unarmed worker. Drawn with a generator of their own.
 OWN_KILL_EVERY = 4
+#: With damaged-checkpoint the chain starts at the successor of the first kill that damaged the newest
+#: generation, just before its AFTER_DAMAGE-th write (``state:N``): its first save after falling back is
+#: then cut before its last write, whichever way the design makes it (the damaged generation set aside,
+#: then the new one renamed into place; or the damaged one rotated out, then the new one renamed in).
+AFTER_DAMAGE = 2
 STATE_POINT = (2, 6)
 FIRST_CALL = "call:1"
 #: New work arriving while the workers run lands between these fractions of the expected effects.
@@ -255,8 +260,14 @@ def plan(strategy: Any, settings: Any, *, seed: int, records: int, kills: int, w
     # A chain, each armed kill going to the successor of the one before: before a write; before a call
     # (from 3); before the first call of the next successor, its re-send of that call (from 2).
     chain = [f"state:{drawn.randint(*STATE_POINT)}", f"call:{drawn.randint(*UNSENT_CALL)}", FIRST_CALL]
-    own = {0: [], 1: chain[:1], 2: [chain[0], chain[2]], 3: chain}[own_kills]
-    events += [{"kind": "sigkill", "crash_point": point} for point in own]
+    own = [{"kind": "sigkill", "crash_point": point}
+           for point in {0: [], 1: chain[:1], 2: [chain[0], chain[2]], 3: chain}[own_kills]]
+    if own and "damaged-checkpoint" in usable:
+        # The chain starts with the worker that recovers from the damage instead, at its first save:
+        # what the recovery leaves behind must survive a second crash.
+        own[0]["crash_point"] = f"state:{AFTER_DAMAGE}"
+        own = [dict(e, after="damage") for e in own]
+    events += own
     added = max(10, round(records * RESUBMIT_SHARE))  # records the drill adds: new input, after a rebuild
     if "new-input" in usable:
         drawn = random.Random(f"{seed}:new-input")
@@ -367,7 +378,9 @@ def describe(event: dict[str, Any]) -> str:
              "second-start": lambda e: "the job started again on the data directory of a running worker",
              "rebuild": lambda e: f"the projection rebuilt from the events, then {e['count']} new record(s) and a last run",
              "sigkill": lambda e: (e.get("moment", "") + (f", then the newest checkpoint {e['damage']}"
-                                                          if e.get("damage") else "")) if "at" in e else "",
+                                                          if e.get("damage") else "")) if "at" in e else
+                                  ("the worker that recovers from the damaged checkpoint"
+                                   if e.get("after") == "damage" else ""),
              "sigterm": lambda e: e.get("moment", "")}.get(event["kind"])
     detail = extra(event) if extra else ""
     return f"#{event['n']} {event['kind']} {where}" + (f": {detail}" if detail else "")

@@ -35,7 +35,7 @@ from .durability import PROBE_ENV, Probe
 from .judge import INPUT_FILE, ORACLE_CLOCK_SHIFT_S, PROBE_DIR, judge, start_oracle
 from .progress import POLL_S
 from .report_data import percentile
-from .runner import fresh_data_dir
+from .preflight import fresh_data_dir
 from .workers import EXTERNAL_DIR_ENV
 from .sweep_plan import SweepPlan, Target
 

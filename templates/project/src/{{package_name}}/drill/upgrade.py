@@ -39,7 +39,7 @@ from ..runtime.errors import JobError
 from ..runtime.strategy import Context
 from . import upgrade_fixture
 from .durability import PROBE_ENV
-from .runner import fresh_data_dir
+from .preflight import fresh_data_dir
 from .segments import CrashPointRun, worker_env
 from .sweep_plan import SweepPlan, Target
 
