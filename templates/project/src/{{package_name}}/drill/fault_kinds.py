@@ -9,6 +9,7 @@ from typing import Any
 
 from ..runtime import effects
 from ..runtime.store import is_postgresql
+from ..settings import ENV_PREFIX
 
 #: Every fault kind: what it does and what it proves (drill --help, the docs, the report).
 KINDS: dict[str, str] = {
@@ -16,6 +17,9 @@ KINDS: dict[str, str] = {
     "sigterm": "a worker asked to stop with SIGTERM: exit 0 within the grace period, nothing left in doubt",
     "other-host": "a worker stopped with SIGTERM and its successor started under another host id: the claim "
                   "must have been released (another host cannot see the pid)",
+    "host-lost": "a worker killed with SIGKILL and its successor started under another host id (a machine lost "
+                 "with what it held): that host cannot see the dead pid, so only the lease frees the claim; once it "
+                 "ran out (the drill waits, starting the job again there if every worker had left) it is taken over",
     "service-fail": "the external service refuses a few calls before applying them: the job retries",
     "service-timeout": "the external service applies a few calls, then times out: the job cannot tell (in doubt)",
     "resubmit-same": "part of the input submitted again under its correlation id (a producer retrying, a broker "
@@ -50,6 +54,8 @@ DEFAULT_KINDS = tuple(kind for kind in KINDS if kind != "power-loss")
 SETUP_KINDS = ("submit-crash",)
 #: Kinds that happen once, after every worker ended: neither timed nor armed.
 FINAL_KINDS = ("reconcile", "rebuild")
+#: host-lost makes the drill wait out the lease once: drawn only when that is this short (seconds).
+HOST_LOST_MAX_LEASE_S = 10.0
 
 
 # ------------------------------------------------------------------ applicability
@@ -71,6 +77,13 @@ def not_applicable(kind: str, strategy: Any, settings: Any, *, aimed: bool = Fal
         return "the file variant runs one worker per data directory on one host"
     if kind == "other-host" and aimed:
         return "--aim arms every worker, and a graceful stop is only asked of an unarmed one"
+    if kind == "host-lost" and files:
+        return "the file variant runs one worker per data directory on one host"
+    if kind == "host-lost" and aimed:
+        return "--aim arms every kill, and a lost host's kill is timed"
+    if kind == "host-lost" and float(getattr(settings, "lease_s", 0) or 0) > HOST_LOST_MAX_LEASE_S:
+        return (f"lease_s is {settings.lease_s:g} s: another host takes a lost host's claims over only after that, "
+                f"and the drill would wait as long; drill it with a shorter lease ({ENV_PREFIX}LEASE_S=5)")
     if kind == "redelivery" and not queue:
         return "the input is not a queue"
     if kind == "submit-crash" and queue:

@@ -31,7 +31,7 @@ SECOND_START_WAIT_S = 10.0
 #: Until this fraction of the expected effects, a kill aimed at a commit waits for one;
 #: later it lands at once (the next commit could be the run's last).
 COMMIT_AIM_UNTIL = 0.9
-KILLS = ("sigkill", "sigterm", "other-host")
+KILLS = ("sigkill", "sigterm", "other-host", "host-lost")
 
 
 class Nemesis:
@@ -45,6 +45,8 @@ class Nemesis:
         self.add_work = add_work
         self.strategy = ctx.strategy
         self._outage: _Outage | None = None
+        #: When the last host-lost kill landed (time.monotonic()): its claims are freed by the lease alone.
+        self.lost_at: float | None = None
         #: The last submission that queued work, as (time.monotonic(), records): work queued while
         #: the workers were on their way out waits for the job's next run (runner.py starts one).
         self.last_queued: tuple[float, int] | None = None
@@ -118,7 +120,12 @@ class Nemesis:
             # The worker whose call the service just refused: it waits to retry when the stop comes.
             pid = self.progress.await_refusal(since=self.calls_at_refusals)
             slot = next((s for s in alive if self.pool.procs[s].pid == pid), slot)  # type: ignore[union-attr]
-        if event["kind"] == "sigkill":
+        if event["kind"] == "host-lost":
+            outcome = self.pool.sigkill(slot, event, self.progress.applied())
+            if outcome["landed"]:  # the machine is gone with what it held: the successor starts elsewhere
+                self.pool.move_host(slot)
+                self.lost_at = time.monotonic()
+        elif event["kind"] == "sigkill":
             if moment == "anywhere":
                 time.sleep(event.get("delay_ms", 0) / 1000)  # anywhere in a batch, not on a boundary
             elif moment == "after-effect":
@@ -131,7 +138,7 @@ class Nemesis:
         else:
             outcome = self.pool.sigterm(slot, event, self.ctx.settings.grace_period_s, self.progress.applied())
             if event["kind"] == "other-host" and outcome["landed"]:
-                stranded = self._held_by_the_gone()
+                stranded = self._held_by_the_gone(but=self.pool.procs[slot].pid)  # type: ignore[union-attr]
                 if stranded:  # moved now, the successor could only wait out their lease: it stays
                     self.history.add("fault", event=event["n"], kind="other-host", phase="stayed", done=done,
                                      held=stranded)
@@ -141,21 +148,22 @@ class Nemesis:
             return None  # it had exited (or never got ready): try another moment
         return {**outcome, "slot": slot}  # the runner restarts the slot
 
-    def _held_by_the_gone(self) -> list[str]:
-        """Claims held by no live worker, once a stopped one is gone: a killed predecessor's that
-        the stopped worker had not taken over yet (a stopped worker's own is the exits check's
-        finding). Its successor on this host sees the holder's pid gone and takes them at once;
-        on another host only their lease could tell, so the drill does not move it then."""
+    def _held_by_the_gone(self, but: int | None = None) -> list[str]:
+        """Claims held by no live worker, once a stopped one (pid ``but``) is gone: a killed
+        predecessor's that the stopped worker had not taken over yet. Its successor on this host
+        sees the holder's pid gone and takes them at once; on another host only their lease could
+        tell, so the drill does not move it then. The stopped worker's own are not counted: it
+        should have released them (the exits check), and on another host that shows."""
         read = getattr(self.strategy, "held_claims", None)
         if read is None:
             return []
-        live = [f":{self.pool.procs[s].pid}" for s in self.pool.alive()]  # type: ignore[union-attr]
+        pids = [self.pool.procs[s].pid for s in self.pool.alive()] + ([but] if but is not None else [])  # type: ignore[union-attr]
+        endings = tuple(f":{pid}" for pid in pids)  # an owner id ends with its pid (runtime/owners.py)
         try:
             held = read(self.ctx)
         except Exception:  # noqa: BLE001  unreadable now (an outage): move as planned
             return []
-        return [claim["what"] for claim in held
-                if not any(str(claim.get("owner") or "").endswith(pid) for pid in live)]
+        return [claim["what"] for claim in held if not str(claim.get("owner") or "").endswith(endings)]
 
     def _damage(self, event: dict[str, Any], done: int) -> str | None:
         """The killed worker's newest checkpoint generation damaged before its successor starts

@@ -48,6 +48,9 @@ PROGRESS_EVERY_S = 0.2  # --events progress lines
 MAX_EXTENSIONS = 3
 #: At most this many extra runs for work the drill queued after the workers' last look (_rerun).
 MAX_RERUNS = 2
+#: host-lost: the job is started again this long after the lease ran out (heartbeats are written
+#: at most at the kill; the clocks of the drill and the store's rows are the same machine's).
+LEASE_MARGIN_S = 0.5
 #: How long the drill waits for a queue's broker to take the extra work it adds (the drill may restart it).
 BROKER_AWAY_S = 120.0
 #: The correlation id of the drill's input, when the schedule resubmits part of it under the same id.
@@ -194,6 +197,9 @@ class Drill:
                 if (self.armed or self.timed) and self.extended < MAX_EXTENSIONS and not undone:
                     self._extend(done)
                     continue
+                if undone and self.nemesis.lost_at is not None:
+                    self._after_the_lease(done, undone)
+                    continue
                 if undone and self.reruns < MAX_RERUNS and self._queued_after_every_look(undone):
                     self._rerun(done, undone)
                     continue
@@ -300,6 +306,19 @@ class Drill:
         self.reruns += 1
         self.history.add("rerun", undone=undone, done=done)
         self._start_every_slot(done)
+
+    def _after_the_lease(self, done: int, undone: int) -> None:
+        """Every worker left, with work a lost host held (host-lost): as an orchestrator would, the job
+        is started again once the lease ran out since the loss, on the hosts the workers are on now
+        (never back home, where the dead pid would give the claim away). Once per loss; work still
+        undone after that run is the ``incomplete`` finding."""
+        lost_at, self.nemesis.lost_at = self.nemesis.lost_at, None
+        assert lost_at is not None
+        wait = max(0.0, lost_at + float(self.ctx.settings.lease_s) + LEASE_MARGIN_S - time.monotonic())
+        self.history.add("lease-wait", undone=undone, done=done, waited_s=round(wait, 3))
+        time.sleep(wait)
+        for slot in range(self.schedule.workers):
+            self.pool.spawn(slot, self.armed.pop(0) if self.armed else None, done=self.progress.applied())
 
     def _extend(self, done: int) -> None:
         """The work ran out before every planned event landed: submit more and start the workers again."""

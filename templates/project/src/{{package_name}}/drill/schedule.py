@@ -88,7 +88,7 @@ from .moments import DAMAGE, SERVICE_CALLS, after_refusal, damage_some, in_recov
 FORMAT = 1
 
 #: How many events of each non-kill kind a default schedule holds (kills: --kills).
-PER_RUN = {"other-host": 1, "service-fail": 2, "service-timeout": 2, "resubmit-same": 1, "resubmit-new": 1,
+PER_RUN = {"other-host": 1, "host-lost": 1, "service-fail": 2, "service-timeout": 2, "resubmit-same": 1, "resubmit-new": 1,
            "store-outage": 1, "key-reuse": 1, "redelivery": 1, "submit-crash": 1, "new-input": 1}
 #: How the drill's operator answers the calls in doubt (reconciler.py): one by one, or from an export.
 RECONCILE_HOW = ("each", "export")
@@ -241,7 +241,10 @@ def plan(strategy: Any, settings: Any, *, seed: int, records: int, kills: int, w
                      aim_spread(strategy, settings, records, kills))
     if getattr(strategy, "KILLS_IN_RECOVERY", True):
         in_recovery(events, random.Random(f"{seed}:recovering"), [k for k in ("sigterm", "sigkill") if k in usable])
-    for kind in ("other-host", "service-fail", "service-timeout", "resubmit-same", "resubmit-new",
+    if "host-lost" in usable and sigterm_only:
+        usable.remove("host-lost")
+        skipped["host-lost"] = "--sigterm: every kill is a SIGTERM, and a lost machine sends none"
+    for kind in ("other-host", "host-lost", "service-fail", "service-timeout", "resubmit-same", "resubmit-new",
                  "store-outage", "key-reuse"):
         if kind in usable:
             events += [_timed(rng, kind, records, settings) for _ in range(PER_RUN[kind])]
@@ -328,7 +331,7 @@ def _kills(rng: random.Random, usable: list[str], kills: int, sigterm_only: bool
 
 def _late_resubmission(events: list[dict[str, Any]], rng: random.Random, records: int) -> dict[str, Any]:
     """The resubmission of the records done last, just after the last kill or outage (LATE_RESUBMIT_AFTER)."""
-    restarts = ("sigkill", "sigterm", "other-host", "store-outage")
+    restarts = ("sigkill", "sigterm", "other-host", "host-lost", "store-outage")
     last = max((e["at"] for e in events if "at" in e and e["kind"] in restarts), default=EARLIEST)
     return {"kind": "resubmit-new", "at": round(min(last + rng.uniform(*LATE_RESUBMIT_AFTER), LATE_RESUBMIT_BY), 4),
             "count": min(max(1, round(records * RESUBMIT_SHARE)), records), "latest": True}
@@ -381,7 +384,8 @@ def describe(event: dict[str, Any]) -> str:
                                                           if e.get("damage") else "")) if "at" in e else
                                   ("the worker that recovers from the damaged checkpoint"
                                    if e.get("after") == "damage" else ""),
-             "sigterm": lambda e: e.get("moment", "")}.get(event["kind"])
+             "sigterm": lambda e: e.get("moment", ""),
+             "host-lost": lambda e: "its successor on another host, the claim freed by the lease alone"}.get(event["kind"])
     detail = extra(event) if extra else ""
     return f"#{event['n']} {event['kind']} {where}" + (f": {detail}" if detail else "")
 

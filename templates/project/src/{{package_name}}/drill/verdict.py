@@ -247,7 +247,9 @@ def check_run(report: dict[str, Any], *, promise: int, redone_example: str | Non
         found.append(failure("kills_not_delivered", f"only {report['kills_landed']} of {report['kills_requested']} "
                                                     "kills landed (the run ended first, or the worker had already "
                                                     f"exited){where}; use more --records or a larger --work-ms"))
-    restarts = report["kills_landed"] + report.get("store_outages_ridden", 0)
+    # A lost host's unit in flight is redone by whichever worker takes it over once its lease ran out.
+    lost = int((report.get("faults") or {}).get("host-lost", {}).get("injected", 0))
+    restarts = report["kills_landed"] + report.get("store_outages_ridden", 0) + lost
     allowed = promise * restarts if resent is None else min(promise * restarts, resent)
     e_g = f", e.g. key {redone_example}" if redone_example else ""
     if report["redone_calls"] > allowed:
@@ -264,11 +266,12 @@ def check_run(report: dict[str, Any], *, promise: int, redone_example: str | Non
                                              f"{report['kills_landed']} kills{ridden}{e_g}; {unit}"))
     elif promise and redone_by_worker:
         # One worker process follows one kill (or starts the run); a store outage it rides out
-        # restarts its unit in flight too.
+        # restarts its unit in flight too, and so does taking over a lost host's (host-lost: whichever
+        # worker finds its lease run out).
         outages = outages_by_worker or {}
 
         def allowed_for(pid: int) -> int:
-            return promise * (1 + outages.get(pid, report.get("store_outages_ridden", 0)))
+            return promise * (1 + outages.get(pid, report.get("store_outages_ridden", 0)) + lost)
 
         pid, most = max(redone_by_worker.items(), key=lambda item: item[1] - allowed_for(item[0]))
         per_process = allowed_for(pid)
