@@ -138,7 +138,7 @@ class Nemesis:
         else:
             outcome = self.pool.sigterm(slot, event, self.ctx.settings.grace_period_s, self.progress.applied())
             if event["kind"] == "other-host" and outcome["landed"]:
-                stranded = self._held_by_the_gone(but=self.pool.procs[slot].pid)  # type: ignore[union-attr]
+                stranded = self._held_by_the_killed()
                 if stranded:  # moved now, the successor could only wait out their lease: it stays
                     self.history.add("fault", event=event["n"], kind="other-host", phase="stayed", done=done,
                                      held=stranded)
@@ -148,22 +148,21 @@ class Nemesis:
             return None  # it had exited (or never got ready): try another moment
         return {**outcome, "slot": slot}  # the runner restarts the slot
 
-    def _held_by_the_gone(self, but: int | None = None) -> list[str]:
-        """Claims held by no live worker, once a stopped one (pid ``but``) is gone: a killed
-        predecessor's that the stopped worker had not taken over yet. Its successor on this host
-        sees the holder's pid gone and takes them at once; on another host only their lease could
-        tell, so the drill does not move it then. The stopped worker's own are not counted: it
-        should have released them (the exits check), and on another host that shows."""
+    def _held_by_the_killed(self) -> list[str]:
+        """Claims still held by a worker the drill killed (a SIGKILL, or its own armed kill) that no
+        successor took over yet: the stopped worker may have been stopped before it did. A successor
+        on this host sees the holder's pid gone and takes them at once; on another host only their
+        lease could tell, so the drill does not move it then. Claims kept by a worker that ended by
+        itself are the job's own finding (the exits check), and on another host they show."""
         read = getattr(self.strategy, "held_claims", None)
-        if read is None:
+        if read is None or not self.pool.killed:
             return []
-        pids = [self.pool.procs[s].pid for s in self.pool.alive()] + ([but] if but is not None else [])  # type: ignore[union-attr]
-        endings = tuple(f":{pid}" for pid in pids)  # an owner id ends with its pid (runtime/owners.py)
+        endings = tuple(f":{pid}" for pid in self.pool.killed)  # an owner id ends with its pid (runtime/owners.py)
         try:
             held = read(self.ctx)
         except Exception:  # noqa: BLE001  unreadable now (an outage): move as planned
             return []
-        return [claim["what"] for claim in held if not str(claim.get("owner") or "").endswith(endings)]
+        return [claim["what"] for claim in held if str(claim.get("owner") or "").endswith(endings)]
 
     def _damage(self, event: dict[str, Any], done: int) -> str | None:
         """The killed worker's newest checkpoint generation damaged before its successor starts

@@ -254,6 +254,7 @@ class Drill:
         code, armed = proc.returncode, self.pool.armed[slot]
         self.pool.armed[slot] = None
         if armed is not None and code == -signal.SIGKILL:  # it died in its window: a delivered kill
+            self.pool.killed.add(proc.pid)
             self.history.add("exit", slot=slot, pid=proc.pid, code=code, by="self", event=armed["n"], done=done)
             self.tally.injected(armed, {"landed": 1, "slot": slot}, self.emit, self.t, done)
             self._restart(slot, after_damage=armed.get("after") == "damage")

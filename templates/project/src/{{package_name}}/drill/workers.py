@@ -67,6 +67,8 @@ class Pool:
         self.host: list[str | None] = [None] * workers
         #: --hosts N: the simulated host (0-based) of each slot, hence its data directory.
         self.host_index = [slot % hosts for slot in range(workers)]
+        #: The pids of the workers killed by SIGKILL (the drill's, or their own armed kill).
+        self.killed: set[int] = set()
         #: The last exit seen per slot, reaped once.
         self.reaped: list[bool] = [False] * workers
         #: When each slot's current worker was started (time.monotonic()): it looks for work after that.
@@ -157,6 +159,8 @@ class Pool:
         proc.send_signal(signal.SIGKILL)
         code = proc.wait()
         self.reaped[slot] = True
+        if code == -signal.SIGKILL:
+            self.killed.add(proc.pid)
         self.history.add("exit", slot=slot, pid=proc.pid, code=code, by="drill", event=event["n"], done=done)
         return {"landed": int(code == -signal.SIGKILL)}
 
