@@ -11,6 +11,8 @@ from typing import Any
 
 #: Calls a service fault refuses or times out: below every strategy's retry budget (schedule.py).
 SERVICE_CALLS = (1, 3)
+#: The refusals of a run's last service-fail burst (long_burst): past every call's quick retries.
+LONG_BURST = 12
 
 #: Of a default drill's timed kills, one in this many (at least one from 3 kills on, two from 5) follows
 #: a SIGKILL and lands while its successor recovers (moment "recovering"); one kill at least is left
@@ -58,6 +60,18 @@ def in_recovery(kills: list[dict[str, Any]], rng: random.Random, usable: list[st
         event["kind"] = turns[k % len(turns)]
         event["moment"] = "recovering"
         event["delay_ms"] = round(rng.uniform(0, 5), 2)  # early in the recovery: its first batch
+
+
+def long_burst(events: list[dict[str, Any]], strategy: Any) -> None:
+    """The run's last service-fail burst (of two or more) made LONG_BURST refusals: more than a call's
+    quick retries, so what the job does then (a batch paused, a page cut short, a task handed back)
+    must carry the call to the end; one fewer than a design that fails the unit after N attempts
+    (``CALL_ATTEMPTS``, a strategy's) gives it, whose failing is its promise, not a finding."""
+    fails = sorted((e for e in events if e["kind"] == "service-fail"), key=lambda e: e["at"])
+    if len(fails) < 2:
+        return
+    gives_up = getattr(strategy, "CALL_ATTEMPTS", None)
+    fails[-1]["calls"] = LONG_BURST if gives_up is None else max(SERVICE_CALLS[1], min(LONG_BURST, gives_up - 1))
 
 
 def after_refusal(events: list[dict[str, Any]], rng: random.Random, usable: list[str]) -> None:

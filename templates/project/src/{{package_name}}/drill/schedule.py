@@ -83,7 +83,7 @@ from ..runtime.errors import JobError
 # The kinds and whether each applies here live in fault_kinds.py; schedule.KINDS etc. stay the names to use.
 from .fault_kinds import DEFAULT_KINDS, FINAL_KINDS, KINDS, SETUP_KINDS, not_applicable  # noqa: F401
 # Where some kills land (a recovery, a refusal) and which damage a checkpoint: moments.py.
-from .moments import DAMAGE, SERVICE_CALLS, after_refusal, damage_some, in_recovery  # noqa: F401
+from .moments import DAMAGE, SERVICE_CALLS, after_refusal, damage_some, in_recovery, long_burst  # noqa: F401
 
 FORMAT = 1
 
@@ -249,6 +249,7 @@ def plan(strategy: Any, settings: Any, *, seed: int, records: int, kills: int, w
         if kind in usable:
             events += [_timed(rng, kind, records, settings) for _ in range(PER_RUN[kind])]
     after_refusal(events, random.Random(f"{seed}:refusal"), usable)
+    long_burst(events, strategy)
     if "redelivery" in usable:
         events += [{"kind": "redelivery", "window": "after_commit_before_ack", "pass": rng.randint(1, AIM_SPREAD)}]
     if "submit-crash" in usable:

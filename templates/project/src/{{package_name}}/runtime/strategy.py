@@ -83,6 +83,9 @@ knows job.py and the input only.
 ``stored_history(ctx) -> dict`` (optional, read-only)
     the history the strategy keeps (transitions, event streams, positions), in the shape
     drill/checks/history.py documents; the drill checks it is complete and in order.
+``CALL_ATTEMPTS: int`` (optional; none: a refused call is retried until it goes through)
+    after this many refusals in a row a call fails its unit (a task, an order) with the reason;
+    the drill's longest refusal burst stays one below (drill/moments.py, long_burst).
 ``KILLS_IN_RECOVERY: bool`` (optional, default True)
     whether the drill's default schedule kills some restarted workers while they recover
     (drill/schedule.py); False where a recovery makes no call for seconds (a JVM start).

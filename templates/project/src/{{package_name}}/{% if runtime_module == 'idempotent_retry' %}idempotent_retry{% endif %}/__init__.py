@@ -41,7 +41,7 @@ from ..runtime.strategy import Context, Submitted, held_rows, percent, run_worke
 from ..settings import INPUT_SOURCE
 from .tables import (COUNT_TASKS, INSERT_TASK, SELECT_COUNTS, SELECT_HELD, SELECT_RESULTS, SELECT_UNFINISHED,
                      TASK_INPUT, open_store)
-from .worker import Worker
+from .worker import MAX_ATTEMPTS, Worker
 
 NAME = "idempotent-retry"
 #: Tasks are claimed one at a time with a compare-and-set on their version, so
@@ -50,6 +50,8 @@ MULTI_WORKER = True
 #: A task is re-run whole after a kill: the one call in flight may be sent again (with the
 #: same business key, so an idempotent service answers 'duplicate'), never more; a queryable
 #: service is asked first and a plain call is in doubt instead (effects.py).
+#: A call refused this many times in a row fails its unit (the drill's long refusal burst stays below).
+CALL_ATTEMPTS = MAX_ATTEMPTS
 REDONE_CALLS_PER_KILL = effects.promise(len(job.STEPS))
 #: The critical windows (drill --aim): name -> what a kill there proves.
 WINDOWS = {

@@ -40,7 +40,7 @@ from ..runtime.store import Store, workload_held
 from ..runtime.strategy import Context, Submitted, held_rows, percent, run_worker
 from ..settings import INPUT_SOURCE
 from .flow import ACTIVE_STATES, INITIAL_STATE, LEGAL_MOVES, STEPS, OrderFlow
-from .orchestrator import Orchestrator
+from .orchestrator import STEP_ATTEMPTS, Orchestrator
 from .tables import (COUNT_ORDERS, INSERT_ORDER, ORDER_INPUT, SELECT_ALL_STEPS, SELECT_ALL_TRANSITIONS, SELECT_COUNTS, SELECT_FAILED,
                      SELECT_HELD_ORDERS, SELECT_HISTORY, SELECT_ORDER, SELECT_RESULTS, SELECT_STEPS, SELECT_VERSIONS,
                      open_store)
@@ -51,6 +51,8 @@ NAME = "state-machine"
 MULTI_WORKER = True
 #: A killed orchestrator's prepared step is re-sent with its key when the service is
 #: idempotent (one call per kill, deduped); otherwise none (effects.py).
+#: A call refused this many times in a row fails its unit (the drill's long refusal burst stays below).
+CALL_ATTEMPTS = STEP_ATTEMPTS
 REDONE_CALLS_PER_KILL = effects.promise(1)
 #: The critical windows (drill --aim): name -> what a kill there proves.
 WINDOWS = {
