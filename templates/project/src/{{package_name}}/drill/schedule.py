@@ -28,7 +28,10 @@ The other fields, by kind:
                      with --sigterm)
 
     other-host       slot: SIGTERM that worker, start its successor with another host id
-    service-fail     calls: the service refuses the next N calls (not applied)
+    host-lost        slot: SIGKILL that worker, start its successor with another host id (the
+                     claim freed by the lease alone: the drill waits it out if every worker left)
+    service-fail     calls: the service refuses the next N calls (not applied; the run's last
+                     burst LONG_BURST, or one fewer than the strategy's CALL_ATTEMPTS: moments.py)
     service-timeout  calls: the service applies the next N calls, then times out
     resubmit-same    first, count: input[first:first+count] submitted again under the
                      input's correlation id (or, queue input, published again)
@@ -57,7 +60,8 @@ The other fields, by kind:
                      answered again, and a last run finishes (reconciler.py)
     damaged-checkpoint  no event of its own: a timed SIGKILL (after-effect) carries ``damage``: torn
                      (and another rot), done to the newest checkpoint generation once the worker is
-                     dead (strategies with ``drill_damage_newest``); its successor falls back
+                     dead (strategies with ``drill_damage_newest``); its successor falls back, and
+                     is the first of the worker's own kills (``after: damage``, AFTER_DAMAGE)
     power-loss       reserved for the power-loss drill (issue 21): kill and drop what
                      was not fsynced (LazyFS)
 
