@@ -63,15 +63,20 @@ def in_recovery(kills: list[dict[str, Any]], rng: random.Random, usable: list[st
 
 
 def long_burst(events: list[dict[str, Any]], strategy: Any) -> None:
-    """The run's last service-fail burst (of two or more) made LONG_BURST refusals: more than a call's
-    quick retries, so what the job does then (a batch paused, a page cut short, a task handed back)
-    must carry the call to the end; one fewer than a design that fails the unit after N attempts
-    (``CALL_ATTEMPTS``, a strategy's) gives it, whose failing is its promise, not a finding."""
+    """Of two or more service-fail bursts, the run's last one and the one a stop follows (after_refusal)
+    made LONG_BURST refusals: more than a call's quick retries, so what the job does then (a batch
+    paused, a page cut short, a task handed back) must carry the call to the end, and the stop finds
+    the worker still waiting to retry (its waits grow); one fewer than a design that fails the unit
+    after N attempts (``CALL_ATTEMPTS``, a strategy's) gives it, whose failing is its promise."""
     fails = sorted((e for e in events if e["kind"] == "service-fail"), key=lambda e: e["at"])
     if len(fails) < 2:
         return
     gives_up = getattr(strategy, "CALL_ATTEMPTS", None)
-    fails[-1]["calls"] = LONG_BURST if gives_up is None else max(SERVICE_CALLS[1], min(LONG_BURST, gives_up - 1))
+    calls = LONG_BURST if gives_up is None else max(SERVICE_CALLS[1], min(LONG_BURST, gives_up - 1))
+    stopped = {round(e["at"] - 0.0001, 4) for e in events if e.get("moment") == "after-refusal"}
+    for fail in fails:
+        if fail is fails[-1] or fail["at"] in stopped:
+            fail["calls"] = calls
 
 
 def after_refusal(events: list[dict[str, Any]], rng: random.Random, usable: list[str]) -> None:
@@ -90,7 +95,7 @@ def after_refusal(events: list[dict[str, Any]], rng: random.Random, usable: list
             event.pop("delay_ms", None)
     if not stops:
         return
-    # The longest burst: the stop finds the worker still retrying (its waits grow), not done.
+    # The longest burst (long_burst lengthens it further): the stop finds the worker still retrying.
     fails[0]["calls"] = SERVICE_CALLS[1]
     for event in rng.sample(stops, min(REFUSAL_STOPS, len(stops))):
         event["at"] = round(fails[0]["at"] + 0.0001, 4)
