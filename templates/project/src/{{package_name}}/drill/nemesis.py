@@ -121,6 +121,7 @@ class Nemesis:
             pid = self.progress.await_refusal(since=self.calls_at_refusals)
             slot = next((s for s in alive if self.pool.procs[s].pid == pid), slot)  # type: ignore[union-attr]
         if event["kind"] == "host-lost":
+            self.progress.await_effect()  # mid-unit: a call went out, its commit not yet made; the claim is held
             outcome = self.pool.sigkill(slot, event, self.progress.applied())
             if outcome["landed"]:  # the machine is gone with what it held: the successor starts elsewhere
                 self.pool.move_host(slot)
