@@ -318,8 +318,7 @@ class Drill:
         wait = max(0.0, lost_at + float(self.ctx.settings.lease_s) + LEASE_MARGIN_S - time.monotonic())
         self.history.add("lease-wait", undone=undone, done=done, waited_s=round(wait, 3))
         time.sleep(wait)
-        for slot in range(self.schedule.workers):
-            self.pool.spawn(slot, self.armed.pop(0) if self.armed else None, done=self.progress.applied())
+        self._start_every_slot(self.progress.applied(), home=False)
 
     def _extend(self, done: int) -> None:
         """The work ran out before every planned event landed: submit more and start the workers again."""
@@ -360,9 +359,11 @@ class Drill:
         self.oracles = self._start_oracles(self.drill_ctx.data_dir)  # the oracle sees the whole input
         return extra
 
-    def _start_every_slot(self, done: int) -> None:
-        for slot in range(self.schedule.workers):  # a new run of the job: on the hosts it started on
-            self.pool.home(slot)
+    def _start_every_slot(self, done: int, *, home: bool = True) -> None:
+        """A new run of the job: on the hosts it started on (``home``), or where the workers are now."""
+        for slot in range(self.schedule.workers):
+            if home:
+                self.pool.home(slot)
             self.pool.spawn(slot, self.armed.pop(0) if self.armed else None, done=done)
 
     def _start_oracles(self, data_dir: Path) -> list[subprocess.Popen[bytes]]:
