@@ -17,8 +17,9 @@ KINDS: dict[str, str] = {
     "sigterm": "a worker asked to stop with SIGTERM: exit 0 within the grace period, nothing left in doubt",
     "other-host": "a worker stopped with SIGTERM and its successor started under another host id: the claim "
                   "must have been released (another host cannot see the pid)",
-    "host-lost": "a worker killed with SIGKILL and its successor started under another host id (a machine lost "
-                 "with what it held): that host cannot see the dead pid, so only the lease frees the claim; once it "
+    "host-lost": "a worker killed with SIGKILL, with every other worker on that host, and their successors started "
+                 "under another host id (a machine lost with what it held): that host cannot see the dead pids, so "
+                 "only the lease frees the claims; once it "
                  "ran out (the drill waits, starting the job again there if every worker had left) it is taken over",
     "service-fail": "the external service refuses a few calls before applying them: the job retries",
     "service-timeout": "the external service applies a few calls, then times out: the job cannot tell (in doubt)",

@@ -95,8 +95,9 @@ def after_refusal(events: list[dict[str, Any]], rng: random.Random, usable: list
             event.pop("delay_ms", None)
     if not stops:
         return
-    # The longest burst (long_burst lengthens it further): the stop finds the worker still retrying.
-    fails[0]["calls"] = SERVICE_CALLS[1]
+    # The longest burst (long_burst lengthens it further), its first refusal held until the stop was
+    # sent (runtime/external.py): the stop meets the refused worker however late the drill sees it.
+    fails[0]["calls"], fails[0]["hold"] = SERVICE_CALLS[1], True
     for event in rng.sample(stops, min(REFUSAL_STOPS, len(stops))):
         event["at"] = round(fails[0]["at"] + 0.0001, 4)
         event["moment"] = "after-refusal"

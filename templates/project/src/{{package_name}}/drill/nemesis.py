@@ -15,6 +15,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from .. import job
 from ..runtime import submission
 from ..runtime.errors import JobError, StoreUnavailable, TransientError
 from ..runtime.external import ExternalService, calls_by
@@ -104,6 +105,8 @@ class Nemesis:
             # finishes and die by its own SIGKILL, which is no verdict on the stop. It waits.
             alive = [slot for slot in alive if self.pool.armed[slot] is None]
         if not alive:
+            if event.get("moment") == "after-refusal":
+                self._release_hold()  # the refused worker is armed: it is not kept waiting for a later stop
             return None
         if event.get("damage") and self.strategy.drill_damage_newest(self.ctx, None)["file"] is None:
             return None  # no older generation to fall back to yet (the first batch): later
@@ -121,11 +124,13 @@ class Nemesis:
             pid = self.progress.await_refusal(since=self.calls_at_refusals)
             slot = next((s for s in alive if self.pool.procs[s].pid == pid), slot)  # type: ignore[union-attr]
         if event["kind"] == "host-lost":
-            self.progress.await_effect()  # mid-unit: a call went out, its commit not yet made; the claim is held
-            outcome = self.pool.sigkill(slot, event, self.progress.applied())
-            if outcome["landed"]:  # the machine is gone with what it held: the successor starts elsewhere
-                self.pool.move_host(slot)
-                self.lost_at = time.monotonic()
+            # Mid-unit: a call went out, its commit not yet made, the claim held. With several steps, a
+            # later step's call: the unit had moved on under the lost worker (its state and heartbeat
+            # rewritten since the claim) when the machine went.
+            steps = job.STEPS
+            later = steps[1 + event.get("slot", 0) % (len(steps) - 1)] if len(steps) > 1 else None
+            self.progress.await_effect(step=later)
+            outcome = self._lose_host(slot, event, later)
         elif event["kind"] == "sigkill":
             if moment == "anywhere":
                 time.sleep(event.get("delay_ms", 0) / 1000)  # anywhere in a batch, not on a boundary
@@ -136,6 +141,12 @@ class Nemesis:
             outcome = self.pool.sigkill(slot, event, self.progress.applied())
             if outcome["landed"] and event.get("damage"):
                 outcome["damaged"] = self._damage(event, done)
+        elif moment == "after-refusal":
+            try:  # the held refusal is answered once the signal is sent: the worker meets both
+                outcome = self.pool.sigterm(slot, event, self.ctx.settings.grace_period_s, self.progress.applied(),
+                                            sent=self._release_hold)
+            finally:
+                self._release_hold()
         else:
             outcome = self.pool.sigterm(slot, event, self.ctx.settings.grace_period_s, self.progress.applied())
             if event["kind"] == "other-host" and outcome["landed"]:
@@ -148,6 +159,22 @@ class Nemesis:
         if not outcome["landed"]:
             return None  # it had exited (or never got ready): try another moment
         return {**outcome, "slot": slot}  # the runner restarts the slot
+
+    def _lose_host(self, slot: int, event: dict[str, Any], step: str | None) -> dict[str, Any]:
+        """The machine is gone with every worker on it and what they held: each is killed and its
+        successor starts on another host. One left running there would see its neighbours' pids gone
+        and take their claims at once, which no surviving machine can do: only the lease frees them."""
+        neighbours, host = self.pool.on_host_of(slot)[1:], self.pool.host[slot]
+        outcome = self.pool.sigkill(slot, event, self.progress.applied())
+        if not outcome["landed"]:
+            return outcome
+        also = [s for s in neighbours if self.pool.sigkill(s, event, self.progress.applied())["landed"]]
+        for lost in [slot, *also]:
+            self.pool.move_host(lost)
+        self.lost_at = time.monotonic()
+        self.history.add("fault", event=event["n"], kind="host-lost", phase="lost", host=host, slots=[slot, *also],
+                         after_step=step, done=self.progress.applied())
+        return {**outcome, "also": also} if also else outcome
 
     def _held_by_the_killed(self) -> list[str]:
         """Claims still held by a worker the drill killed (a SIGKILL, or its own armed kill) that no
@@ -210,11 +237,18 @@ class Nemesis:
                 return None  # the last burst is still being taken: later
             if counts.get("fail"):
                 self.calls_at_refusals = self.progress.calls()  # before: the first refusal can be at once
-            service.schedule_faults(**counts)
+            service.schedule_faults(**counts, hold=bool(event.get("hold")))
         finally:
             service.close()
         self.history.add("fault", event=event["n"], kind=event["kind"], calls=event["calls"], done=done)
         return {"calls": event["calls"]}
+
+    def _release_hold(self) -> None:
+        service = ExternalService(self.ctx.data_dir)
+        try:
+            service.release_hold()
+        finally:
+            service.close()
 
     def _service_fail(self, event: dict[str, Any], done: int) -> dict[str, Any] | None:
         return self._service(event, done, fail=event["calls"])

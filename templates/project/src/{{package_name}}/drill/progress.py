@@ -63,12 +63,18 @@ class Progress:
         while time.monotonic() < deadline and self.calls() == last:
             time.sleep(POLL_S / 4)
 
-    def await_effect(self) -> None:
+    def await_effect(self, step: str | None = None) -> None:
         """Return as soon as a new effect is applied: the worker's call got through and its
-        commit is (most likely) still to come, the window recovery lookups exist for."""
+        commit is (most likely) still to come, the window recovery lookups exist for.
+        ``step``: a new effect of that step of job.STEPS (a unit's later step)."""
         deadline = time.monotonic() + COMMIT_WAIT_MAX_S
         last = self.applied()
-        while time.monotonic() < deadline and self.applied() == last:
+        while time.monotonic() < deadline:
+            if step is None and self.applied() != last:
+                return
+            if step is not None and self.conn.execute("SELECT 1 FROM effects WHERE rowid > ? AND step = ? LIMIT 1",
+                                                      (last, step)).fetchone():
+                return
             time.sleep(POLL_S / 4)
 
     def await_commit(self, give_up_at: int) -> None:

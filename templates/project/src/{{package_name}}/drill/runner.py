@@ -207,20 +207,28 @@ class Drill:
             if self.nemesis.tick():
                 self.settling = done  # the store is back: the next kill waits until work moved again
             event = self.timed[0] if self.timed else None
-            if event is not None and not self.nemesis.busy and done >= self.marks[event["n"]] and not (
-                    event["kind"] in KILLS and ((self.tally.pending and event.get("moment") != "recovering")
-                                                or done <= self.settling)):
-                # a kill waits for the last restart's recovery (unless it is aimed at that recovery),
-                # and for work after an outage
+            if event is not None and not self.nemesis.busy and self._due(event, done):
                 outcome = self.nemesis.inject(event, done)
                 if outcome is not None:
                     self.timed.pop(0)
                     self.tally.injected(event, outcome, self.emit, self.t, self.progress.applied())
-                    if event["kind"] in KILLS:
-                        self._restart(outcome["slot"], after_damage=bool(outcome.get("damaged")))
+                    if event["kind"] in KILLS:  # a lost host's neighbours (also) went with it
+                        for slot in [outcome["slot"], *outcome.get("also", [])]:
+                            self._restart(slot, after_damage=bool(outcome.get("damaged")))
                     self._no_damage_left()
                     continue
             time.sleep(POLL_S)
+
+    def _due(self, event: dict[str, Any], done: int) -> bool:
+        """Is the next timed event's moment here? A kill waits for the last restart's recovery (unless
+        it is aimed at that recovery) and for work after an outage. A stop after a refusal follows its
+        burst at once, whatever the work: the refused call is held until the stop is sent."""
+        if event.get("moment") == "after-refusal":
+            return True
+        if done < self.marks[event["n"]]:
+            return False
+        return event["kind"] not in KILLS or not (
+            (self.tally.pending and event.get("moment") != "recovering") or done <= self.settling)
 
     def _operator(self, event: dict[str, Any]) -> dict[str, Any]:
         """Every worker ended: a person answers the calls in doubt, and the job runs again (reconciler.py)."""

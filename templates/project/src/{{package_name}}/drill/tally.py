@@ -21,12 +21,16 @@ class Tally:
         self.kills_landed = 0
         self.kills_by_window: dict[str, int] = {}
         self.injected_by_kind: dict[str, int] = {}
+        #: Workers killed with a lost host (host-lost: the victim and every worker beside it).
+        self.workers_lost = 0
         self.restarts = 0
 
     def injected(self, event: dict[str, Any], outcome: dict[str, Any], emit: Callable[[dict[str, Any]], None],
                  t: Callable[[], float], done: int) -> None:
         kind = event["kind"]
         self.injected_by_kind[kind] = self.injected_by_kind.get(kind, 0) + 1
+        if kind == "host-lost":
+            self.workers_lost += 1 + len(outcome.get("also", []))
         if outcome.get("damaged"):  # the kill's damage landed too (nemesis.py): a fault of its own
             self.injected_by_kind["damaged-checkpoint"] = self.injected_by_kind.get("damaged-checkpoint", 0) + 1
             emit({"event": "fault", "n": event["n"], "kind": "damaged-checkpoint", "done": done, "t": t(),

@@ -247,8 +247,9 @@ def check_run(report: dict[str, Any], *, promise: int, redone_example: str | Non
         found.append(failure("kills_not_delivered", f"only {report['kills_landed']} of {report['kills_requested']} "
                                                     "kills landed (the run ended first, or the worker had already "
                                                     f"exited){where}; use more --records or a larger --work-ms"))
-    # A lost host's unit in flight is redone by whichever worker takes it over once its lease ran out.
-    lost = int((report.get("faults") or {}).get("host-lost", {}).get("injected", 0))
+    # A lost host's units in flight (one per worker it ran) are redone by whichever worker takes them
+    # over once their lease ran out.
+    lost = int(report.get("workers_lost", (report.get("faults") or {}).get("host-lost", {}).get("injected", 0)))
     restarts = report["kills_landed"] + report.get("store_outages_ridden", 0) + lost
     allowed = promise * restarts if resent is None else min(promise * restarts, resent)
     e_g = f", e.g. key {redone_example}" if redone_example else ""

@@ -15,6 +15,7 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -86,6 +87,11 @@ class Pool:
             self.host_index[slot] = (self.host_index[slot] + 1) % self.hosts
         else:
             self.host[slot] = None if self.host[slot] == OTHER_HOST else OTHER_HOST
+
+    def on_host_of(self, slot: int) -> list[int]:
+        """The slots alive on the same (simulated) host as ``slot``, ``slot`` first."""
+        where = (self.host[slot], self.host_index[slot])
+        return [slot] + [s for s in self.alive() if s != slot and (self.host[s], self.host_index[s]) == where]
 
     def moved(self) -> bool:
         """Has any slot been moved to another host (other-host)?"""
@@ -164,20 +170,24 @@ class Pool:
         self.history.add("exit", slot=slot, pid=proc.pid, code=code, by="drill", event=event["n"], done=done)
         return {"landed": int(code == -signal.SIGKILL)}
 
-    def sigterm(self, slot: int, event: dict[str, Any], grace_s: float, done: int) -> dict[str, Any]:
-        """Ask the worker to stop; wait for it (its grace period, then 5 s more at most)."""
+    def sigterm(self, slot: int, event: dict[str, Any], grace_s: float, done: int,
+                sent: Callable[[], None] | None = None) -> dict[str, Any]:
+        """Ask the worker to stop; wait for it (its grace period, then 5 s more at most). ``sent``:
+        called once the signal is on its way, before the wait."""
         if not self.wait_ready(slot):
             return {"landed": 0}
         proc = self.procs[slot]
         assert proc is not None
-        sent, sent_at = time.monotonic(), time.time()
+        sent_mono, sent_at = time.monotonic(), time.time()
         proc.send_signal(signal.SIGTERM)
+        if sent is not None:
+            sent()
         try:
             code = proc.wait(timeout=grace_s + 5)
         except subprocess.TimeoutExpired:
             proc.kill()
             code = proc.wait()
-        seconds = round(time.monotonic() - sent, 3)
+        seconds = round(time.monotonic() - sent_mono, 3)
         self.reaped[slot] = True
         finished = code == -signal.SIGTERM and self.finished_before(proc.pid, sent_at)
         self.history.add("exit", slot=slot, pid=proc.pid, code=code, by="drill", event=event["n"],

@@ -32,7 +32,10 @@ whichever process, are refused before anything is applied (``TransientError``, l
 ``failed``), and the M after them are applied and then answered with a timeout
 (:class:`InDoubt`, logged ``timeout``): the caller cannot tell whether they got through.
 The counters live in ``config`` and are taken inside each call's own transaction, so
-exactly N and M calls are hit, whatever the number of workers.
+exactly N and M calls are hit, whatever the number of workers. With ``hold=True`` the
+burst's first refusal is answered slowly, as a service that is down answers after its
+timeout: logged at once, raised only once the drill has stopped that worker
+(``release_hold``), so the stop meets the refusal on every machine, however loaded.
 
 Every request is logged in ``calls``; every applied effect in
 ``effects(record_id, step, idempotency_key, applied_at)``. Verify any run with::
@@ -122,6 +125,12 @@ INSERT INTO config (name, value) VALUES (?, ?)
 ON CONFLICT (name) DO UPDATE SET value = CAST(CAST(config.value AS INTEGER) + CAST(excluded.value AS INTEGER) AS TEXT)"""
 SELECT_SCHEDULED = "SELECT name, value FROM config WHERE name IN ('fail_next', 'timeout_next') AND value != '0'"
 TAKE_SCHEDULED = "UPDATE config SET value = CAST(CAST(value AS INTEGER) - 1 AS TEXT) WHERE name = ?"
+#: A held refusal: 'next' until a refused call takes it ('held'); deleted by release_hold().
+ARM_HOLD = "INSERT OR REPLACE INTO config (name, value) VALUES ('hold_refusal', 'next')"
+TAKE_HOLD = "UPDATE config SET value = 'held' WHERE name = 'hold_refusal' AND value = 'next'"
+SELECT_HOLD = "SELECT value FROM config WHERE name = 'hold_refusal'"
+#: A held refusal is raised after this long at most, released or not (a drill that died meanwhile).
+HOLD_MAX_S = 10.0
 SELECT_LAST_APPLY = "SELECT outcome FROM calls WHERE kind = 'apply' ORDER BY rowid DESC LIMIT 1"
 
 
@@ -163,15 +172,30 @@ class ExternalService:
         faults now cannot stack onto the last one (one call never meets more than one burst)."""
         if self.conn.execute(SELECT_SCHEDULED).fetchone() is not None:
             return False
+        if self.conn.execute(SELECT_HOLD).fetchone() is not None:
+            return False  # a held refusal not yet taken or released
         last = self.conn.execute(SELECT_LAST_APPLY).fetchone()
         return last is None or last[0] in ("applied", "duplicate")
 
-    def schedule_faults(self, *, fail: int = 0, timeout: int = 0) -> None:
+    def schedule_faults(self, *, fail: int = 0, timeout: int = 0, hold: bool = False) -> None:
         """The drill's nemesis: refuse the next ``fail`` calls; apply the ``timeout`` after
-        them and answer with a timeout (in doubt). Seen by every process of this service."""
+        them and answer with a timeout (in doubt). Seen by every process of this service.
+        ``hold``: the first refusal is raised only after ``release_hold()`` (HOLD_MAX_S at most)."""
+        if hold and fail:  # armed first: the burst's first refusal may come at once
+            self.conn.execute(ARM_HOLD)
         for name, count in (("fail_next", fail), ("timeout_next", timeout)):
             if count:
                 self.conn.execute(ADD_SCHEDULED, (name, str(int(count))))
+
+    def release_hold(self) -> None:
+        """The held refusal, if any, is answered now (and a hold not yet taken is dropped)."""
+        self.conn.execute("DELETE FROM config WHERE name = 'hold_refusal'")
+
+    def _held(self) -> None:
+        """A held refusal's caller waits here, outside any transaction, until it is released."""
+        deadline = time.monotonic() + HOLD_MAX_S
+        while time.monotonic() < deadline and self.conn.execute(SELECT_HOLD).fetchone() is not None:
+            time.sleep(0.005)
 
     def _scheduled_fault(self) -> str | None:
         """Inside the call's transaction: take one scheduled fault, if any ("fail_next" first)."""
@@ -195,7 +219,10 @@ class ExternalService:
             fault = self._scheduled_fault()
             if fault == "fail_next":  # refused before anything is applied
                 self.conn.execute(INSERT_CALL, (key, record_id, step, "apply", "failed", pid, now))
+                held = self.conn.execute(TAKE_HOLD).rowcount == 1
                 self.conn.execute("COMMIT")
+                if held:
+                    self._held()
                 raise TransientError(f"external service unavailable (drill) for {record_id}")
             # Only the idempotent kind dedupes; the others apply every call they get.
             first = self.conn.execute(SELECT_EFFECT_BY_KEY, (key,)).fetchone() \
