@@ -37,7 +37,8 @@ KINDS: dict[str, str] = {
                     "under the same correlation id (a producer crashing and retrying): every record queued once",
     "reconcile": "after the run, the calls in doubt answered as a person would (from what the service applied), "
                  "the next run killed just after its first re-send, answered again, finished: a call answered "
-                 "'not applied' sent once more and no more, one answered 'applied' never again",
+                 "'not applied' sent once more and no more, one answered 'applied' never again; at least once, "
+                 "a call the job already re-sent is never sent again, whatever the answer",
     "damaged-checkpoint": "SIGKILLs just after a call, each then damaging the newest generation of the checkpoint "
                           "(one torn, one rotten: it no longer checks out): the restart notices, falls back to the "
                           "generation before and treats the batch after it as maybe sent, by the effect's kind",
@@ -108,7 +109,7 @@ def not_applicable(kind: str, strategy: Any, settings: Any, *, aimed: bool = Fal
         return "--aim arms every worker, and the second start waits for one that cannot die at its point meanwhile"
     if kind == "rebuild" and getattr(strategy, "rebuild", None) is None:
         return "no projection rebuilt from an event log in this strategy (event sourcing has `rebuild`)"
-    if kind == "reconcile" and (effects.KIND, effects.POLICY) != ("plain", "at-most-once"):
-        return ("only plain calls at most once wait for a person's answer (the others are deduped, looked up or "
-                "re-sent by the job itself)")
+    if kind == "reconcile" and effects.KIND != "plain":
+        return ("only plain calls wait for a person's answer (the others are deduped by their key or looked up by "
+                "the job itself)")
     return None

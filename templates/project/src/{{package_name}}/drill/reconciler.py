@@ -18,6 +18,12 @@ every worker has ended, through the project's own commands as the README tells a
 The checks that follow are the usual ones, with no excuse left: a call answered "not applied"
 that never arrived is ``lost``, one that arrived twice (or one answered "applied" sent again)
 is a duplicate. A command that fails is ``reconcile``.
+
+Plain calls at least once: the job re-sent each call in doubt itself, and ``reconcile`` asks whether
+the first send had arrived too (the re-send a duplicate: "applied") or not (the re-send was the only
+one: "not applied"). The person answers from how often the service applied it, and whatever they
+answer, the runs after it must send that call no more (``reconcile`` fails otherwise: an answer
+that queues a third send turns a possible duplicate into a certain one).
 """
 
 from __future__ import annotations
@@ -26,6 +32,7 @@ import json
 import signal
 import subprocess
 import sys
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -50,6 +57,8 @@ class Operator:
         self.data_dir, self.pool, self.history = data_dir, pool, history
         self.env = worker_env()
         self.errors: list[str] = []
+        #: Calls answered while re-sent by the job (at least once): (record, step) -> (call id, times applied).
+        self.resent: dict[tuple[str, str], tuple[str, int]] = {}
 
     def play(self, event: dict[str, Any], done: int, calls_before: int) -> dict[str, Any]:
         """The event's outcome: what was answered, whether the re-send was crashed; ``calls_before``:
@@ -62,6 +71,7 @@ class Operator:
         again = self.answer(event)
         if again["not_applied"]:
             self.run_worker(event, armed=False, done=done)
+        self._resent_again()
         outcome = {"how": event["how"], "resend_kill": event.get("resend_kill", "after"),
                    "answered": first["answered"], "applied": first["applied"],
                    "not_applied": first["not_applied"], "answered_again": again["answered"],
@@ -75,8 +85,12 @@ class Operator:
         """Every open call answered by the truth, the way the event says; the counts."""
         listing = self._command(["--json"])
         calls = [c for c in (json.loads(listing).get("calls", []) if listing else []) if c["status"] in AWAITING_ANSWER]
-        truth = {(rid, step) for rid, step, _ in applied_effects(self.data_dir)}
-        applied = {c["id"] for c in calls if (c["record_id"], c["step"]) in truth}
+        times = Counter((rid, step) for rid, step, _ in applied_effects(self.data_dir))
+        # In doubt: did it arrive? Re-sent by the job (at least once): had the first send arrived too?
+        applied = {c["id"] for c in calls if times[(c["record_id"], c["step"])] > (c["status"] == "resent")}
+        for c in calls:
+            if c["status"] == "resent":
+                self.resent.setdefault((c["record_id"], c["step"]), (c["id"], times[(c["record_id"], c["step"])]))
         counts = {"answered": len(calls), "applied": len(applied), "not_applied": len(calls) - len(applied)}
         if not calls:
             return counts
@@ -89,6 +103,17 @@ class Operator:
         self.history.add("reconcile", how=event["how"], **counts,
                          ids={c["id"]: c["id"] in applied for c in calls})
         return counts
+
+    def _resent_again(self) -> None:
+        """At least once: a call the job had re-sent is settled by any answer; the runs since applied it again?"""
+        if not self.resent:
+            return
+        times = Counter((rid, step) for rid, step, _ in applied_effects(self.data_dir))
+        again = [call for pair, (call, before) in sorted(self.resent.items()) if times[pair] > before]
+        if again:
+            self.errors.append(f"{len(again)} call(s) the job had already re-sent in doubt were sent again after "
+                               f"a person answered them, e.g. {again[0]}; an answer settles such a call, it never "
+                               "queues another send")
 
     def _command(self, args: list[str]) -> str:
         """``reconcile ARGS`` in a fresh process, as a person types it; its output ('' on failure)."""

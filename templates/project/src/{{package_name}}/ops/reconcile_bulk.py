@@ -5,7 +5,9 @@
   not in doubt stops it before any answer is recorded.
 * ``reconcile --from-export FILE``: every call in doubt settled by what the provider says it
   applied — in FILE means applied (never sent again), absent means not applied (the next
-  ``run`` sends it; under at least once: the re-send was the only one). FILE is one of
+  ``run`` sends it). Under at least once the job re-sent each call in doubt itself: listed more
+  than once (one line or row per time the provider applied it) means the first send had arrived
+  too (a duplicate), once means the re-send was the only one. FILE is one of
   - one call id a line (the ``id`` column of ``reconcile``; blank lines and ``#`` comments skipped);
   - JSON Lines: ``{"id": ...}`` (a call id), or ``{"record_id": ..., "step": ...}`` (the record the
     provider applied, ``step`` optional, as the provider knows your records: a plain service takes
@@ -17,6 +19,7 @@ from __future__ import annotations
 
 import json
 import sqlite3
+from collections import Counter
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote
@@ -37,14 +40,16 @@ def read_ids(path: Path) -> list[str]:
 
 
 class Export:
-    """What a provider's export says was applied: call ids, and (record, step) pairs."""
+    """What a provider's export says was applied, and how often: call ids, and (record, step) pairs."""
 
     def __init__(self) -> None:
-        self.ids: set[str] = set()
-        self.records: set[tuple[str, str]] = set()
+        self.ids: Counter[str] = Counter()
+        self.records: Counter[tuple[str, str]] = Counter()
 
     def applied(self, row: dict[str, Any]) -> bool:
-        return row["call_key"] in self.ids or (str(row["record_id"]), row["step"] or "") in self.records
+        """In doubt: did it arrive? Re-sent by the job (at least once): had the first send arrived too?"""
+        times = self.ids[row["call_key"]] + self.records[(str(row["record_id"]), row["step"] or "")]
+        return times > (1 if row["status"] == "resent" else 0)
 
 
 def read_export(path: Path) -> Export:
@@ -56,16 +61,16 @@ def read_export(path: Path) -> Export:
     export = Export()
     for n, line in enumerate(_lines(path, "export"), start=1):
         if not line.startswith("{"):
-            export.ids.add(line)
+            export.ids[line] += 1
             continue
         try:
             entry = json.loads(line)
         except ValueError:
             raise JobError(f"{path} line {n}: not valid JSON") from None
         if isinstance(entry, dict) and isinstance(entry.get("id"), str) and entry["id"]:
-            export.ids.add(entry["id"])
+            export.ids[entry["id"]] += 1
         elif isinstance(entry, dict) and isinstance(entry.get("record_id"), str) and entry["record_id"]:
-            export.records.add((entry["record_id"], str(entry.get("step") or "")))
+            export.records[(entry["record_id"], str(entry.get("step") or ""))] += 1
         else:
             raise JobError(f"{path} line {n}: a JSON line needs an 'id' (a call id) or a 'record_id' string")
     return export
@@ -82,13 +87,13 @@ def _from_external_db(path: Path) -> Export:
     try:
         conn = sqlite3.connect(f"file:{quote(str(path.resolve()))}?mode=ro", uri=True)
         try:
-            rows = conn.execute("SELECT DISTINCT record_id, step FROM effects").fetchall()
+            rows = conn.execute("SELECT record_id, step, COUNT(*) FROM effects GROUP BY 1, 2").fetchall()
         finally:
             conn.close()
     except sqlite3.Error as exc:
         raise JobError(f"{path} is a SQLite file but not the simulated service's log ({exc})") from None
     export = Export()
-    export.records = {(str(r[0]), str(r[1] or "")) for r in rows}
+    export.records = Counter({(str(r[0]), str(r[1] or "")): int(r[2]) for r in rows})
     return export
 
 

@@ -77,7 +77,8 @@ SET_STATUS = "UPDATE effect_calls SET status = ?, sends = ?, doubt_at = ?, resol
 FORGET_CALL = "DELETE FROM effect_calls WHERE call_key = ?"
 SELECT_DOUBTS = """
 SELECT call_key, record_id, step, status, sends, first_at, doubt_at, resolved_at FROM effect_calls
-WHERE status IN ('in_doubt', 'resent', 'not_applied', 'releasing') ORDER BY doubt_at, call_key"""
+WHERE status IN ('in_doubt', 'resent', 'not_applied', 'releasing') OR (status = 'applied' AND sends > 1)
+ORDER BY doubt_at, call_key"""
 SELECT_RELEASED = "SELECT * FROM effect_calls WHERE status IN ('not_applied', 'releasing') ORDER BY call_key"
 #: The ledger's states that wait for a person's answer (``reconcile``); not_applied and releasing wait for a re-send.
 AWAITING_ANSWER = ("in_doubt", "resent")
@@ -285,7 +286,8 @@ def summary(data_dir: Path, settings: Settings) -> dict[str, Any]:
         return report
     open_doubts = [r for r in rows if r["status"] in AWAITING_ANSWER and r["resolved_at"] is None]
     report.update(in_doubt=len(open_doubts), in_doubt_ids=[r["call_key"] for r in open_doubts],
-                  possible_duplicates=sum(int(r["sends"]) - 1 for r in rows if r["status"] == "resent"),
+                  # the job's re-sends in doubt (at least once), also those a person since said arrived twice
+                  possible_duplicates=sum(int(r["sends"]) - 1 for r in rows if r["status"] in ("resent", "applied")),
                   awaiting_resend=sum(r["status"] in ("not_applied", "releasing") for r in rows))
     return report
 
