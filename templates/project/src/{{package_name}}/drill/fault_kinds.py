@@ -1,6 +1,54 @@
 """The drill's fault kinds: what each does and proves (``drill --help``, the docs, the report),
 which a default drill draws, and whether a kind applies to this project (``not_applicable``:
-the report says why not). schedule.py draws them into a plan.
+the report says why not). schedule.py draws them into a plan; an event's fields, by kind:
+
+    sigkill          moment: anywhere | after-effect | after-commit | recovering, delay_ms,
+                     slot (timed), or window+pass / point (armed)
+    sigterm          slot, moment: recovering | after-refusal (optional) (every kill a SIGTERM
+                     with --sigterm)
+
+    other-host       slot: SIGTERM that worker, start its successor with another host id
+    host-lost        slot: SIGKILL that worker and every other on its host, start their successors
+                     with another host id (the claims freed by the lease alone: the drill waits it
+                     out if every worker left); with several steps, just after a later step's call
+    scale-out        one more worker started while the others run (an autoscaler adding a replica,
+                     a deploy's new pod beside the old one): two live workers share the work
+    service-fail     calls: the service refuses the next N calls (not applied; the run's last
+                     burst LONG_BURST, or one fewer than the strategy's CALL_ATTEMPTS: moments.py);
+                     hold (optional): its first refusal answered only once the after-refusal stop
+                     was sent
+    service-timeout  calls: the service applies the next N calls, then times out
+    resubmit-same    first, count: input[first:first+count] submitted again under the
+                     input's correlation id (or, queue input, published again)
+    resubmit-new     count: that many records already done, under a new correlation id;
+                     latest (optional): the records done last (else the first done)
+    new-input        count: that many new records submitted while the workers run (new input
+                     arriving mid-run: a producer, a cron, a user); all of it must be done once
+    store-outage     hold_s: the state store's write lock held until no effect was applied
+                     for that long (SQLite; the workers waited past busy_timeout)
+    key-reuse        an idempotency key of a done record, with a different request
+    redelivery       queue input: armed window after_commit_before_ack (a message
+                     committed, not acked: the broker delivers it again)
+    submit-crash     crash_at: last. Before the workers start (neither timed nor armed): the
+                     input submitted by a process killed just before its last persistence
+                     point (counted on a scratch store first), then submitted again
+    rebuild          count. After the workers end (and a reconcile): ``rebuild`` run as an operator
+                     would, with every worker stopped, then ``count`` new records and a last run
+                     (event sourcing: the rebuild calls nothing, the last run sends only the new work)
+    reconcile        how: each | export. After the workers end (neither timed nor armed): the
+                     drill plays the person who answers the calls in doubt (plain calls), from
+                     what the service really applied, one by one
+                     (``reconcile --applied/--not-applied ID``) or from the service's export
+                     (``reconcile --from-export``); then one run is killed at its first call,
+                     the released re-send (resend_kill: after it returned | before it goes out),
+                     the calls now in doubt are
+                     answered again, and a last run finishes (reconciler.py)
+    damaged-checkpoint  no event of its own: a timed SIGKILL (after-effect) carries ``damage``: torn
+                     (and another rot), done to the newest checkpoint generation once the worker is
+                     dead (strategies with ``drill_damage_newest``); its successor falls back, and
+                     is the first of the worker's own kills (``after: damage``, AFTER_DAMAGE)
+    power-loss       reserved for the power-loss drill (issue 21): kill and drop what
+                     was not fsynced (LazyFS)
 """
 
 from __future__ import annotations
@@ -42,6 +90,9 @@ KINDS: dict[str, str] = {
     "damaged-checkpoint": "SIGKILLs just after a call, each then damaging the newest generation of the checkpoint "
                           "(one torn, one rotten: it no longer checks out): the restart notices, falls back to the "
                           "generation before and treats the batch after it as maybe sent, by the effect's kind",
+    "scale-out": "one more worker started while the others run (an autoscaler adding a replica, a deploy "
+                 "starting the new pod before the old one stops): two live workers share the work, never both "
+                 "doing the same unit",
     "second-start": "while a worker runs, the job started again on the same data directory (an overlapping cron "
                     "run, a pod restarted while the old one still stops): a design with one worker per data "
                     "directory refuses the second at once, without a call",
@@ -104,7 +155,11 @@ def not_applicable(kind: str, strategy: Any, settings: Any, *, aimed: bool = Fal
     if kind == "damaged-checkpoint" and aimed:
         return "--aim arms every kill, and the damage follows a timed SIGKILL"
     if kind == "second-start" and getattr(strategy, "MULTI_WORKER", True):
-        return "several workers share this design's work: a second start is one more worker (--workers)"
+        return "several workers share this design's work: a second start is one more worker (scale-out)"
+    if kind == "scale-out" and not getattr(strategy, "MULTI_WORKER", True):
+        return "one worker per data directory in this design: a second one started must be refused (second-start)"
+    if kind == "scale-out" and aimed:
+        return "--aim arms every worker, and the one added would run unarmed"
     if kind == "second-start" and aimed:
         return "--aim arms every worker, and the second start waits for one that cannot die at its point meanwhile"
     if kind == "rebuild" and getattr(strategy, "rebuild", None) is None:

@@ -164,12 +164,13 @@ class Nemesis:
         """The machine is gone with every worker on it and what they held: each is killed and its
         successor starts on another host. One left running there would see its neighbours' pids gone
         and take their claims at once, which no surviving machine can do: only the lease frees them."""
-        neighbours, host = self.pool.on_host_of(slot)[1:], self.pool.host[slot]
+        there, host = self.pool.on_host_of(slot), self.pool.host[slot]
         outcome = self.pool.sigkill(slot, event, self.progress.applied())
         if not outcome["landed"]:
             return outcome
-        also = [s for s in neighbours if self.pool.sigkill(s, event, self.progress.applied())["landed"]]
-        for lost in [slot, *also]:
+        alive = self.pool.alive()
+        also = [s for s in there[1:] if s in alive and self.pool.sigkill(s, event, self.progress.applied())["landed"]]
+        for lost in there:  # every slot of that host, running or not, starts elsewhere from now on
             self.pool.move_host(lost)
         self.lost_at = time.monotonic()
         self.history.add("fault", event=event["n"], kind="host-lost", phase="lost", host=host, slots=[slot, *also],
@@ -284,6 +285,7 @@ class Nemesis:
             # no worker left, later: the runner extends the work, and its workers answer it.
             if not self.pool.alive():
                 return None
+            done = self.progress.applied()  # now, not the loop's reading: the records below are drawn from it
             since = max(max(self.pool.done_at_spawn), self.done_at_outage_end)
             by_id = {str(r["record_id"]): r for r in chunk}
             chunk = [by_id[rid] for rid in self.progress.latest_records(since) if rid in by_id]
@@ -291,6 +293,16 @@ class Nemesis:
         if not chunk:
             return None  # nothing done yet (since the newest worker started): later
         return self._submit(event, chunk, f"drill-resubmit-{event['n']}", done, same=False)
+
+    def _scale_out(self, event: dict[str, Any], done: int) -> dict[str, Any] | None:
+        """One more worker beside the running ones (an autoscaler's replica, a deploy's new pod):
+        from now on live workers share the work, and each unit must still be done by one of them."""
+        if not self.pool.alive():
+            return None  # nobody running: later (a worker beside a running one is the point)
+        slot = self.pool.add_slot()
+        proc = self.pool.spawn(slot, None, done=done)
+        self.history.add("fault", event=event["n"], kind="scale-out", slot=slot, pid=proc.pid, done=done)
+        return {"slot": slot}
 
     def _new_input(self, event: dict[str, Any], done: int) -> dict[str, Any] | None:
         """New input while the workers run: records never seen, submitted as a user would. A worker

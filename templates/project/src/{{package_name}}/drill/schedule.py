@@ -20,50 +20,7 @@ the point; ``window``+``pass`` (``--aim``: die the pass-th time WINDOW is passed
 ``point`` (``--sweep``: die at the point-th persistence point, runtime/faults.py) or
 ``crash_point`` (``call:N``: die just before the worker's N-th external call goes out;
 ``state:N``: just before its N-th write of the durable state, runtime/faults.py).
-The other fields, by kind:
-
-    sigkill          moment: anywhere | after-effect | after-commit | recovering, delay_ms,
-                     slot (timed), or window+pass / point (armed)
-    sigterm          slot, moment: recovering | after-refusal (optional) (every kill a SIGTERM
-                     with --sigterm)
-
-    other-host       slot: SIGTERM that worker, start its successor with another host id
-    host-lost        slot: SIGKILL that worker, start its successor with another host id (the
-                     claim freed by the lease alone: the drill waits it out if every worker left)
-    service-fail     calls: the service refuses the next N calls (not applied; the run's last
-                     burst LONG_BURST, or one fewer than the strategy's CALL_ATTEMPTS: moments.py)
-    service-timeout  calls: the service applies the next N calls, then times out
-    resubmit-same    first, count: input[first:first+count] submitted again under the
-                     input's correlation id (or, queue input, published again)
-    resubmit-new     count: that many records already done, under a new correlation id;
-                     latest (optional): the records done last (else the first done)
-    new-input        count: that many new records submitted while the workers run (new input
-                     arriving mid-run: a producer, a cron, a user); all of it must be done once
-    store-outage     hold_s: the state store's write lock held until no effect was applied
-                     for that long (SQLite; the workers waited past busy_timeout)
-    key-reuse        an idempotency key of a done record, with a different request
-    redelivery       queue input: armed window after_commit_before_ack (a message
-                     committed, not acked: the broker delivers it again)
-    submit-crash     crash_at: last. Before the workers start (neither timed nor armed): the
-                     input submitted by a process killed just before its last persistence
-                     point (counted on a scratch store first), then submitted again
-    rebuild          count. After the workers end (and a reconcile): ``rebuild`` run as an operator
-                     would, with every worker stopped, then ``count`` new records and a last run
-                     (event sourcing: the rebuild calls nothing, the last run sends only the new work)
-    reconcile        how: each | export. After the workers end (neither timed nor armed): the
-                     drill plays the person who answers the calls in doubt (plain calls, at
-                     most once), from what the service really applied, one by one
-                     (``reconcile --applied/--not-applied ID``) or from the service's export
-                     (``reconcile --from-export``); then one run is killed at its first call,
-                     the released re-send (resend_kill: after it returned | before it goes out),
-                     the calls now in doubt are
-                     answered again, and a last run finishes (reconciler.py)
-    damaged-checkpoint  no event of its own: a timed SIGKILL (after-effect) carries ``damage``: torn
-                     (and another rot), done to the newest checkpoint generation once the worker is
-                     dead (strategies with ``drill_damage_newest``); its successor falls back, and
-                     is the first of the worker's own kills (``after: damage``, AFTER_DAMAGE)
-    power-loss       reserved for the power-loss drill (issue 21): kill and drop what
-                     was not fsynced (LazyFS)
+The other fields of each kind are listed in fault_kinds.py.
 
 ``slot`` picks the victim among the workers alive at that moment (``slot % alive``).
 An ``after-refusal`` SIGTERM follows a ``service-fail``: it lands on the worker whose call the
@@ -93,7 +50,7 @@ FORMAT = 1
 
 #: How many events of each non-kill kind a default schedule holds (kills: --kills).
 PER_RUN = {"other-host": 1, "host-lost": 1, "service-fail": 2, "service-timeout": 2, "resubmit-same": 1, "resubmit-new": 1,
-           "store-outage": 1, "key-reuse": 1, "redelivery": 1, "submit-crash": 1, "new-input": 1}
+           "store-outage": 1, "key-reuse": 1, "redelivery": 1, "submit-crash": 1, "new-input": 1, "scale-out": 1}
 #: How the drill's operator answers the calls in doubt (reconciler.py): one by one, or from an export.
 RECONCILE_HOW = ("each", "export")
 #: Where the operator's run dies at its first call, the re-send of a call answered "not applied"
@@ -249,7 +206,7 @@ def plan(strategy: Any, settings: Any, *, seed: int, records: int, kills: int, w
         usable.remove("host-lost")
         skipped["host-lost"] = "--sigterm: every kill is a SIGTERM, and a lost machine sends none"
     for kind in ("other-host", "host-lost", "service-fail", "service-timeout", "resubmit-same", "resubmit-new",
-                 "store-outage", "key-reuse"):
+                 "store-outage", "key-reuse", "scale-out"):  # a new kind goes last: the others' draws stay
         if kind in usable:
             events += [_timed(rng, kind, records, settings) for _ in range(PER_RUN[kind])]
     after_refusal(events, random.Random(f"{seed}:refusal"), usable)
@@ -361,6 +318,8 @@ def _timed(rng: random.Random, kind: str, records: int, settings: Any) -> dict[s
         # its pid; moved away first, every later kill is restarted on the killed worker's own host.
         return {"kind": kind, "at": round(rng.uniform(OTHER_HOST_AT[0], OTHER_HOST_AT[1]), 4),
                 "slot": rng.randrange(64)}
+    if kind == "scale-out":  # early: two workers share most of the run, its kills and faults
+        return {"kind": kind, "at": round(rng.uniform(EARLIEST, 0.3), 4)}
     return {"kind": kind, "at": round(rng.uniform(0.35, 0.8), 4)}
 
 
@@ -384,13 +343,14 @@ def describe(event: dict[str, Any]) -> str:
                                                                     else "from the service's export")
                                      + f"; the next run killed {e.get('resend_kill', 'after')} its first re-send"),
              "second-start": lambda e: "the job started again on the data directory of a running worker",
+             "scale-out": lambda e: "one more worker started beside the running ones",
              "rebuild": lambda e: f"the projection rebuilt from the events, then {e['count']} new record(s) and a last run",
              "sigkill": lambda e: (e.get("moment", "") + (f", then the newest checkpoint {e['damage']}"
                                                           if e.get("damage") else "")) if "at" in e else
                                   ("the worker that recovers from the damaged checkpoint"
                                    if e.get("after") == "damage" else ""),
              "sigterm": lambda e: e.get("moment", ""),
-             "host-lost": lambda e: "its successor on another host, the claim freed by the lease alone"}.get(event["kind"])
+             "host-lost": lambda e: "with every worker on its host, their successors on another, the claims freed by the lease alone"}.get(event["kind"])
     detail = extra(event) if extra else ""
     return f"#{event['n']} {event['kind']} {where}" + (f": {detail}" if detail else "")
 

@@ -88,10 +88,22 @@ class Pool:
         else:
             self.host[slot] = None if self.host[slot] == OTHER_HOST else OTHER_HOST
 
+    def add_slot(self) -> int:
+        """One more worker slot (scale-out), on the host the next slot would start on; its index."""
+        slot = len(self.procs)
+        self.procs.append(None)
+        self.armed.append(None)
+        self.host.append(None)
+        self.host_index.append(slot % self.hosts)
+        self.reaped.append(False)
+        self.spawned_at.append(0.0)
+        self.done_at_spawn.append(0)
+        return slot
+
     def on_host_of(self, slot: int) -> list[int]:
-        """The slots alive on the same (simulated) host as ``slot``, ``slot`` first."""
+        """The slots on the same (simulated) host as ``slot``, running or not, ``slot`` first."""
         where = (self.host[slot], self.host_index[slot])
-        return [slot] + [s for s in self.alive() if s != slot and (self.host[s], self.host_index[s]) == where]
+        return [slot] + [s for s in range(len(self.procs)) if s != slot and (self.host[s], self.host_index[s]) == where]
 
     def moved(self) -> bool:
         """Has any slot been moved to another host (other-host)?"""
