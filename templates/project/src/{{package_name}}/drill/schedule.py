@@ -121,8 +121,11 @@ class Schedule:
     format: int = FORMAT
 
     def timed(self) -> list[dict[str, Any]]:
-        """The events the drill injects, in the order they come due."""
-        return sorted((e for e in self.events if "at" in e), key=lambda e: e["at"])
+        """The events the drill injects, in the order they come due. A refusal is held only for the
+        stop that follows it: in a schedule without that stop (shrunk away) the burst is not held."""
+        timed = sorted((e for e in self.events if "at" in e), key=lambda e: e["at"])
+        stopped = any(e.get("moment") == "after-refusal" for e in timed)
+        return [e if stopped or not e.get("hold") else {k: v for k, v in e.items() if k != "hold"} for e in timed]
 
     def armed(self) -> list[dict[str, Any]]:
         return [e for e in self.events if "at" not in e and e["kind"] not in SETUP_KINDS + FINAL_KINDS]
