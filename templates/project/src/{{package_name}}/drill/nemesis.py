@@ -297,11 +297,12 @@ class Nemesis:
     def _scale_out(self, event: dict[str, Any], done: int) -> dict[str, Any] | None:
         """One more worker beside the running ones (an autoscaler's replica, a deploy's new pod):
         from now on live workers share the work, and each unit must still be done by one of them."""
-        if not self.pool.alive():
+        beside = [self.pool.procs[s].pid for s in self.pool.alive()]  # type: ignore[union-attr]
+        if not beside:
             return None  # nobody running: later (a worker beside a running one is the point)
         slot = self.pool.add_slot()
         proc = self.pool.spawn(slot, None, done=done)
-        self.history.add("fault", event=event["n"], kind="scale-out", slot=slot, pid=proc.pid, done=done)
+        self.history.add("fault", event=event["n"], kind="scale-out", slot=slot, pid=proc.pid, beside=beside, done=done)
         return {"slot": slot}
 
     def _new_input(self, event: dict[str, Any], done: int) -> dict[str, Any] | None:

@@ -36,6 +36,8 @@ POINT_ENV = getattr(faults, "POINT_ENV", settings_module.ENV_PREFIX + "DRILL_POI
 #: seconds to start Python); past it the signal is sent anyway.
 READY_WAIT_S = 15.0
 READY_DIR = "drill-ready"
+#: A worker's metrics port (0: none): one machine, one port, so only slot 0 serves on the one set.
+METRICS_PORT_ENV = settings_module.ENV_PREFIX + "METRICS_PORT"
 #: The host id a successor gets when the schedule moves it to another host (other-host).
 OTHER_HOST = "drill-other-host"
 
@@ -129,6 +131,8 @@ class Pool:
             self.host[slot] = f"drill-host-{number}"
         if self.host[slot] is not None:
             env[HOST_ID_ENV] = self.host[slot]  # type: ignore[assignment]
+        if slot > 0:  # workers on one machine cannot share the metrics port the settings name: the first keeps it
+            env[METRICS_PORT_ENV] = "0"
         env.update(arming(armed))
         cmd = [sys.executable, "-m", settings_module.PACKAGE, "run", "--data-dir", str(work_dir)]
         proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=self.log, stderr=self.log, env=env)
