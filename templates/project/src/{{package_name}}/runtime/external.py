@@ -212,9 +212,9 @@ class ExternalService:
         now, pid = time.time(), os.getpid()
         key = None if self.kind == "plain" else idempotency_key
         if self.failure_rate and self._rng.random() < self.failure_rate:
-            self.conn.execute(INSERT_CALL, (key, record_id, step, "apply", "failed", pid, now))
+            self._busy_is_transient(INSERT_CALL, (key, record_id, step, "apply", "failed", pid, now))
             raise TransientError(f"external service unavailable (simulated) for {record_id}")
-        self.conn.execute("BEGIN IMMEDIATE")
+        self._busy_is_transient("BEGIN IMMEDIATE")
         try:
             fault = self._scheduled_fault()
             if fault == "fail_next":  # refused before anything is applied
@@ -244,6 +244,14 @@ class ExternalService:
             return answer(outcome, first[0], first[1], _payload(first[4]), idempotency_key=key)
         return answer(outcome, record_id, step, payload, idempotency_key=key)
 
+    def _busy_is_transient(self, sql: str, params: tuple[Any, ...] = ()) -> None:
+        """A write that could not get the service's lock (other callers held it past the busy
+        timeout): a busy service's 503, nothing applied, the caller may retry."""
+        try:
+            self.conn.execute(sql, params)
+        except sqlite3.OperationalError as exc:
+            raise TransientError(f"external service busy (simulated): {exc}") from None
+
     def lookup(self, reference: str) -> dict[str, Any] | None:
         """Queryable kind only: the applied effect with this reference, or None if the
         earlier call never got through."""
@@ -251,8 +259,8 @@ class ExternalService:
             raise NoLookup(f"the service is {self.kind}: it cannot be asked whether a call got through (lookup)")
         row = self.conn.execute(SELECT_EFFECT_BY_KEY, (reference,)).fetchone()
         record_id, step = (row[0], row[1]) if row else ("", "")
-        self.conn.execute(INSERT_CALL, (reference, record_id, step, "lookup",
-                                        "found" if row else "missing", os.getpid(), time.time()))
+        self._busy_is_transient(INSERT_CALL, (reference, record_id, step, "lookup",
+                                                 "found" if row else "missing", os.getpid(), time.time()))
         if row is None:
             return None
         return answer("found", row[0], row[1], _payload(row[4]), idempotency_key=row[2])
