@@ -224,12 +224,21 @@ def plan(strategy: Any, settings: Any, *, seed: int, records: int, kills: int, w
         usable.remove("damaged-checkpoint")
         skipped["damaged-checkpoint"] = ("no timed SIGKILL for the damage to follow: it needs --kills, the sigkill "
                                          "kind, and no --sigterm")
+    final: list[dict[str, Any]] = []
+    if "reconcile" in usable:  # its own generator, like RECOVERING_EVERY: the other events stay as they were
+        drawn = random.Random(f"{seed}:reconcile")
+        final.append({"kind": "reconcile", "how": drawn.choice(RECONCILE_HOW),
+                      "resend_kill": random.Random(f"{seed}:resend").choice(RESEND_KILL)})
+        if unsent:
+            final.append({"kind": "sigkill", "crash_point": f"call:{drawn.randint(*UNSENT_CALL)}"})
     drawn = random.Random(f"{seed}:state")  # its own generator, like the ones below: the rest stays as it was
     # A chain, each armed kill going to the successor of the one before: before a write; before a call
     # (from 3); before the first call of the next successor, its re-send of that call (from 2).
     chain = [f"state:{drawn.randint(*STATE_POINT)}", f"call:{drawn.randint(*UNSENT_CALL)}", FIRST_CALL]
     own = [{"kind": "sigkill", "crash_point": point}
            for point in {0: [], 1: chain[:1], 2: [chain[0], chain[2]], 3: chain}[own_kills]]
+    if own_kills == 2 and len(final) == 2:  # the call that never went out takes the chain's missing link: the
+        own.insert(1, final.pop())         # next successor's first call is then its re-send (at least once)
     if own and "damaged-checkpoint" in usable:
         # The chain starts with the worker that recovers from the damage instead, at its first save:
         # what the recovery leaves behind must survive a second crash.
@@ -244,12 +253,7 @@ def plan(strategy: Any, settings: Any, *, seed: int, records: int, kills: int, w
         events.append({"kind": "second-start", "at": round(random.Random(f"{seed}:second").uniform(0.1, 0.5), 4)})
     if "rebuild" in usable:  # after the workers end (after a reconcile): no draw, the other events stay as they were
         events.append({"kind": "rebuild", "count": added})
-    if "reconcile" in usable:  # its own generator, like RECOVERING_EVERY: the other events stay as they were
-        drawn = random.Random(f"{seed}:reconcile")
-        events.append({"kind": "reconcile", "how": drawn.choice(RECONCILE_HOW),
-                       "resend_kill": random.Random(f"{seed}:resend").choice(RESEND_KILL)})
-        if unsent:
-            events.append({"kind": "sigkill", "crash_point": f"call:{drawn.randint(*UNSENT_CALL)}"})
+    events += final
     # setup first, then the timed ones, the armed ones (in their order), the final ones
     events = sorted(events, key=lambda e: (-1.0 if e["kind"] in SETUP_KINDS else 3.0 if e["kind"] in FINAL_KINDS
                                            else e.get("at", 2.0), e["kind"]))
