@@ -115,9 +115,12 @@ def test_prometheus_scrapes_a_drill_and_pages_on_a_planted_failure(tmp_path: Pat
         assert listening_ports([prometheus.proc.pid]) == [("127.0.0.1", prometheus.port)]
         job = f'job="{PACKAGE}"'
 
-        # 1. A crash drill: its workers (killed, restarted) serve their metrics on worker_port.
+        # 1. A crash drill: its workers (killed, restarted) serve their metrics on worker_port. One at a time
+        # (--no-scale-out): a worker added beside them serves none (one port per machine), and it would take
+        # over much of the work the scrapes are meant to see move.
         drill = subprocess.run([sys.executable, "-m", PACKAGE, "drill", "--records", "4000", "--kills", "2",
-                                "--seed", "1", "--work-ms", "1", "--json", "--data-dir", str(tmp_path / "drill")],
+                                "--seed", "1", "--work-ms", "1", "--no-scale-out", "--json",
+                                "--data-dir", str(tmp_path / "drill")],
                                cwd=dest, env=env, capture_output=True, text=True, timeout=600)
         assert drill.returncode == 0, drill.stderr[-2000:]
         report = json.loads(drill.stdout)
