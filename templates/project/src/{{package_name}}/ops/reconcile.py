@@ -46,12 +46,6 @@ def answer(ledger: Ledger, row: dict[str, Any], *, applied: bool) -> str:
     return "marked not applied: the next `run` sends it"
 
 
-def arrived(status: str, times: int) -> bool:
-    """The answer a receiver's count of applications gives: a call in doubt arrived if applied at all;
-    one the job re-sent (at least once) had its first send arrive too only if applied twice or more."""
-    return times > (1 if status == "resent" else 0)
-
-
 def open_ledger(data_dir: Path, settings: Settings, *, missing: str = "") -> Ledger:
     """The ledger to answer from; a project whose calls are never in doubt, or no ledger yet, is exit 2."""
     if KIND != "plain":

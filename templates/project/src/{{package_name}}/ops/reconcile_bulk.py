@@ -27,7 +27,7 @@ from urllib.parse import quote
 from ..runtime.errors import JobError
 from ..runtime.safe_read import decode, read_bytes
 from ..settings import Settings
-from .reconcile import OPEN, answer, arrived, open_ledger
+from .reconcile import OPEN, answer, open_ledger
 
 #: An export or an id list is read whole: bounded like every input file.
 MAX_EXPORT_BYTES = 256 * 1024 * 1024
@@ -49,7 +49,7 @@ class Export:
     def applied(self, row: dict[str, Any]) -> bool:
         """In doubt: did it arrive? Re-sent by the job (at least once): had the first send arrived too?"""
         times = self.ids[row["call_key"]] + self.records[(str(row["record_id"]), row["step"] or "")]
-        return arrived(row["status"], times)
+        return times > (1 if row["status"] == "resent" else 0)
 
 
 def read_export(path: Path) -> Export:
