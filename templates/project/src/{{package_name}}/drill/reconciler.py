@@ -37,7 +37,7 @@ from pathlib import Path
 from typing import Any
 
 from .. import settings as settings_module
-from ..runtime.effects import AWAITING_ANSWER
+from ..runtime.effects import AWAITING_ANSWER, arrived
 from ..runtime.external import EXTERNAL_DB, applied_effects
 from .history import History
 from .verdict import Failure, failure
@@ -86,8 +86,7 @@ class Operator:
         listing = self._command(["--json"])
         calls = [c for c in (json.loads(listing).get("calls", []) if listing else []) if c["status"] in AWAITING_ANSWER]
         times = Counter((rid, step) for rid, step, _ in applied_effects(self.data_dir))
-        # In doubt: did it arrive? Re-sent by the job (at least once): had the first send arrived too?
-        applied = {c["id"] for c in calls if times[(c["record_id"], c["step"])] > (c["status"] == "resent")}
+        applied = {c["id"] for c in calls if arrived(c["status"], times[(c["record_id"], c["step"])])}
         for c in calls:
             if c["status"] == "resent":
                 self.resent.setdefault((c["record_id"], c["step"]), (c["id"], times[(c["record_id"], c["step"])]))

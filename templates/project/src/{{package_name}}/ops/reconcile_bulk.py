@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
+from ..runtime.effects import arrived
 from ..runtime.errors import JobError
 from ..runtime.safe_read import decode, read_bytes
 from ..settings import Settings
@@ -49,7 +50,7 @@ class Export:
     def applied(self, row: dict[str, Any]) -> bool:
         """In doubt: did it arrive? Re-sent by the job (at least once): had the first send arrived too?"""
         times = self.ids[row["call_key"]] + self.records[(str(row["record_id"]), row["step"] or "")]
-        return times > (1 if row["status"] == "resent" else 0)
+        return arrived(row["status"], times)
 
 
 def read_export(path: Path) -> Export:

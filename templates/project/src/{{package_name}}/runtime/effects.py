@@ -86,6 +86,12 @@ SELECT_ANSWERED = "SELECT record_id, step, doubt_at FROM effect_calls WHERE reso
 COUNT_BY_STATUS = "SELECT status, COUNT(*) AS n, SUM(sends) AS sends FROM effect_calls GROUP BY status"
 
 
+def arrived(status: str, times: int) -> bool:
+    """What a receiver's count of its applications of a call in doubt answers: it arrived if applied at
+    all; one the job re-sent itself (at least once) had its FIRST send arrive too only if applied twice."""
+    return times > (1 if status == "resent" else 0)
+
+
 def promise(strategy_unit: int) -> int:
     """A strategy's REDONE_CALLS_PER_KILL under this kind: the calls of one uncommitted
     unit (``strategy_unit``), re-sent with their keys to an idempotent service, or re-sent
