@@ -68,3 +68,29 @@ def read(path: Path) -> list[dict[str, Any]]:
 
 def of(ops: list[dict[str, Any]], op: str) -> list[dict[str, Any]]:
     return [o for o in ops if o.get("op") == op]
+
+
+def stopped(op: dict[str, Any]) -> bool:
+    """An exit the drill caused (a kill, a stop, an armed kill) or a crash: the worker may have left
+    a unit in flight for another to take over."""
+    return op.get("by") in ("drill", "self") or bool(op.get("code"))
+
+
+def takeovers(ops: list[dict[str, Any]]) -> dict[int, int]:
+    """For each worker process, how many units of workers in OTHER slots it may have taken over
+    besides its predecessor's (several workers at once: --workers, scale-out): those stopped while
+    it ran, and those stopped before it started whose own successor started after it. One worker
+    at a time: none."""
+    spawns, exits = of(ops, "spawn"), {o["pid"]: o for o in of(ops, "exit")}
+    gone = [o for o in exits.values() if stopped(o)]
+
+    def successor_at(exit_op: dict[str, Any]) -> float:
+        return min((o["t"] for o in spawns if o["slot"] == exit_op.get("slot") and o["t"] >= exit_op["t"]),
+                   default=float("inf"))
+
+    found = {}
+    for spawn in spawns:
+        began, ended = spawn["t"], exits.get(spawn["pid"], {}).get("t", float("inf"))
+        found[spawn["pid"]] = sum(1 for x in gone if x.get("slot") != spawn["slot"] and x["t"] < ended
+                                  and (x["t"] > began or successor_at(x) > began))
+    return found

@@ -24,6 +24,7 @@ from . import evidence, reconciler, verdict
 from .checks import calls, exits, history, rebuild, resubmission, second_start
 from .durability import PROBE_ENV, collect
 from .history import read as read_history
+from .history import takeovers
 
 ORACLE_TIMEOUT_S = 120  # the oracle runs meanwhile; waiting longer means job.py hangs
 #: The second oracle run's wall clock is moved this far (a day and a bit): a job that
@@ -124,15 +125,16 @@ def judge(ctx: Context, settings: Settings, data_dir: Path, report: dict[str, An
                                        held)
     failures += exits.check_acks(seen["workers"])
     failures += reconciler.check(report.get("operator") or [])
-    if report.get("history"):  # the fault schedule's runs (a sweep's segments keep none)
-        ops = read_history(Path(report["history"]))
+    ops = read_history(Path(report["history"])) if report.get("history") else []
+    if ops:  # the fault schedule's runs (a sweep's segments keep none)
         failures += second_start.check(ops) + rebuild.check(ops)
     failures += verdict.check_run(report, promise=strategy.REDONE_CALLS_PER_KILL,
                                   redone_example=a_redone_call(data_dir) if report["redone_calls"] else None,
                                   failed_task=failed_task, log_path=str(data_dir / "drill-workers.log"),
                                   resent=report["possible_duplicates"] if policy == "at-least-once" else None,
                                   redone_by_worker=redone_by_process(data_dir) if report["workers"] == 1 else None,
-                                  outages_by_worker={w["pid"]: w["outages"] for w in seen["workers"]})
+                                  outages_by_worker={w["pid"]: w["outages"] for w in seen["workers"]},
+                                  takeovers_by_worker=takeovers(ops))
     report["durability"] = observed_durability(ctx, data_dir, seen)
     failures += verdict.check_durability(report["durability"])
     failures += resubmission.check(report, strategy)  # what only the fault schedule can show

@@ -226,7 +226,8 @@ def check_payloads(applied: list[tuple[str, str, Any]], oracle: dict[str, Any], 
 def check_run(report: dict[str, Any], *, promise: int, redone_example: str | None,
               failed_task: dict[str, Any] | None, log_path: str, resent: int | None = None,
               redone_by_worker: dict[int, int] | None = None,
-              outages_by_worker: dict[int, int] | None = None) -> list[Failure]:
+              outages_by_worker: dict[int, int] | None = None,
+              takeovers_by_worker: dict[int, int] | None = None) -> list[Failure]:
     """``resent`` (plain, at least once): the re-sends of calls in doubt, which bound the
     redone calls besides ``promise`` per kill (a job that counts every call it repeats as
     "in doubt" still may not repeat more than the unit in flight per kill).
@@ -234,7 +235,9 @@ def check_run(report: dict[str, Any], *, promise: int, redone_example: str | Non
     run): the redone calls by the process that sent them, each held to ``promise`` for the kill
     before it and for each store outage it rode out itself (``outages_by_worker``, by pid; a
     process that left no account gets the run's), so a restart that goes back further than its
-    last recovery point is not hidden by kills that cost nothing (a kill just after a commit)."""
+    last recovery point is not hidden by kills that cost nothing (a kill just after a commit).
+    With workers side by side (scale-out) a process may also take over the unit of another
+    worker stopped while it ran: each such unit counts too (``takeovers_by_worker``, history.py)."""
     found: list[Failure] = []
     if report["incomplete_records"]:
         why = f"; task {failed_task['task_id']} failed: {failed_task['error']}" if failed_task else ""
@@ -269,10 +272,11 @@ def check_run(report: dict[str, Any], *, promise: int, redone_example: str | Non
         # One worker process follows one kill (or starts the run); a store outage it rides out
         # restarts its unit in flight too, and so does taking over a lost host's (host-lost: whichever
         # worker finds its lease run out).
-        outages = outages_by_worker or {}
+        outages, takeovers = outages_by_worker or {}, takeovers_by_worker or {}
 
         def allowed_for(pid: int) -> int:
-            return promise * (1 + outages.get(pid, report.get("store_outages_ridden", 0)) + lost)
+            return promise * (1 + outages.get(pid, report.get("store_outages_ridden", 0)) + lost
+                              + takeovers.get(pid, 0))
 
         pid, most = max(redone_by_worker.items(), key=lambda item: item[1] - allowed_for(item[0]))
         per_process = allowed_for(pid)
