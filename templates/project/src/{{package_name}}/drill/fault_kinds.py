@@ -21,7 +21,9 @@ the report says why not). schedule.py draws them into a plan; an event's fields,
     resubmit-same    first, count: input[first:first+count] submitted again under the
                      input's correlation id (or, queue input, published again)
     resubmit-new     count: that many records already done, under a new correlation id;
-                     latest (optional): the records done last (else the first done)
+                     latest (optional): the records done last (else the first done);
+                     pending (optional): records not done yet instead, the last queued first
+                     (lands while two workers run)
     new-input        count: that many new records submitted while the workers run (new input
                      arriving mid-run: a producer, a cron, a user); all of it must be done once
     store-outage     hold_s: the state store's write lock held until no effect was applied

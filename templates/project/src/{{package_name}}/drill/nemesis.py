@@ -32,6 +32,9 @@ SECOND_START_WAIT_S = 10.0
 #: Until this fraction of the expected effects, a kill aimed at a commit waits for one;
 #: later it lands at once (the next commit could be the run's last).
 COMMIT_AIM_UNTIL = 0.9
+#: The first call of a record that came again before it was done is answered this late (resubmit-new
+#: pending): long beside a call's few milliseconds, short beside any lease.
+SLOW_ANSWER_S = 0.5
 KILLS = ("sigkill", "sigterm", "other-host", "host-lost")
 
 
@@ -278,6 +281,24 @@ class Nemesis:
         except JobError:
             return None  # the store is busy or away: later
         finished = {rid for rid, _ in stored}
+        if event.get("pending"):
+            # Records not done yet, the last queued first: the first of them is the input's last, so
+            # its second task is next in the queue once a worker takes the first (two workers then
+            # hold one business key at once unless the claim keeps a second task waiting).
+            if len(self.pool.alive()) < 2:
+                return None  # the point is two live workers: later
+            chunk = [r for r in reversed(self.records) if str(r["record_id"]) not in finished][:event["count"]]
+            if not chunk:
+                return None  # everything done: later (the runner extends the work)
+            # Its first call is answered late, as a loaded service answers: the first task is in flight
+            # a while when the second is next in the queue, and a claim that lets the second run then
+            # sends the call a second time (a correct one keeps the second waiting: no harm, a pause).
+            service = ExternalService(self.ctx.data_dir)
+            try:
+                service.answer_slowly(str(chunk[0]["record_id"]), SLOW_ANSWER_S)
+            finally:
+                service.close()
+            return self._submit(event, chunk, f"drill-resubmit-{event['n']}", done, same=False, pending=True)
         chunk = [r for r in self.records if str(r["record_id"]) in finished]
         if event.get("latest"):
             # Only records done since the newest worker started (and since the store came back):
@@ -324,7 +345,7 @@ class Nemesis:
         return {"outcome": "added", "records": len(extra)}
 
     def _submit(self, event: dict[str, Any], chunk: list[dict[str, Any]], correlation_id: str | None, done: int,
-                *, same: bool) -> dict[str, Any] | None:
+                *, same: bool, pending: bool = False) -> dict[str, Any] | None:
         message = None
         calls_before = self.progress.calls()  # what the service was asked before the records came again
         try:
@@ -336,7 +357,8 @@ class Nemesis:
             return None  # not an answer: the store is away (an outage); later
         except JobError as exc:
             outcome, message = "refused", str(exc)
-        done_again = {} if same else {"record_ids": [str(r["record_id"]) for r in chunk], "calls_before": calls_before}
+        done_again = {} if same else {"record_ids": [str(r["record_id"]) for r in chunk], "calls_before": calls_before,
+                                      **({"pending": True} if pending else {})}
         self.history.add("submit", event=event["n"], correlation_id=correlation_id, records=len(chunk),
                          first=str(chunk[0]["record_id"]), same=same, outcome=outcome, message=message, done=done,
                          **done_again)

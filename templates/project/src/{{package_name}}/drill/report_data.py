@@ -11,7 +11,7 @@ import math
 from pathlib import Path
 from typing import Any
 
-from ..runtime.external import calls_sent_after
+from ..runtime.external import applications, calls_sent_after
 from . import history as history_module
 from . import schedule as schedule_module
 
@@ -101,7 +101,7 @@ def build_report(drill: Any, plan: schedule_module.Schedule, checked: dict[str, 
                      "events": plan.events},
         "history": str(drill.history.path),
         # Calls a person released (reconcile, after the run: reconciler.py) are theirs, not the resubmission's.
-        "resubmissions": [resubmission(o, data_dir, min((p["calls_before"] for p in drill.operator), default=None))
+        "resubmissions": [resubmission(o, data_dir, min((p["calls_before"] for p in drill.operator), default=None), ops)
                           for o in history_module.of(ops, "submit") if o.get("event") is not None],
         "key_reuse": [{k: o.get(k) for k in ("event", "key", "outcome", "message")}
                       for o in history_module.of(ops, "key")],
@@ -109,12 +109,43 @@ def build_report(drill: Any, plan: schedule_module.Schedule, checked: dict[str, 
     }
 
 
-def resubmission(op: dict[str, Any], data_dir: Path, until: int | None = None) -> dict[str, Any]:
-    """A submission the drill made, and for records already done (a new correlation id) the calls
-    the service was asked to apply for them afterwards: ``sent_again`` (how many), and the first
-    such record (``sent_again_example``)."""
+def resubmission(op: dict[str, Any], data_dir: Path, until: int | None = None,
+                 ops: list[dict[str, Any]] | None = None) -> dict[str, Any]:
+    """A submission the drill made. For records already done (a new correlation id): the calls
+    the service was asked to apply for them afterwards, ``sent_again`` (how many) and the first
+    such record (``sent_again_example``). For records not done yet (``pending``): those applied
+    twice with nothing to excuse it, ``applied_twice`` (how many) and ``applied_twice_example``."""
     found = {k: op.get(k) for k in ("event", "correlation_id", "records", "same", "outcome", "message")}
-    if op.get("record_ids") is not None:
+    if op.get("pending"):
+        twice = beside_a_live_sender(applications(data_dir, op["record_ids"], until), ops or [])
+        found.update(pending=True, applied_twice=len(twice), applied_twice_example=twice[0] if twice else None)
+    elif op.get("record_ids") is not None:
         sent = calls_sent_after(data_dir, op["calls_before"], op["record_ids"], until)
         found["sent_again"], found["sent_again_example"] = len(sent), (sent[0] if sent else None)
+    return found
+
+
+#: The runner reads ``done`` a moment apart from the effects it counts: a store outage's window is
+#: widened by this many effects on each side.
+OUTAGE_SLACK = 5
+
+
+def beside_a_live_sender(sends: dict[str, list[tuple[int, int, str]]], ops: list[dict[str, Any]]) -> list[str]:
+    """The records the service applied a second time while nothing could make the second send a
+    re-send in doubt: the first caller was never killed, stopped or crashed, its call did not time
+    out, and no store outage came between the two (a caller cut off from its store may lose its
+    claim). What is left is a second task of the same record run beside (or after) the first."""
+    stopped = {o["pid"] for o in history_module.of(ops, "exit") if history_module.stopped(o)}
+    faults = [o for o in history_module.of(ops, "fault") if o.get("kind") == "store-outage"]
+    ends = {o["event"]: o.get("done", math.inf) for o in faults if o.get("phase") == "end"}
+    outages = [(o.get("done", 0), ends.get(o["event"], math.inf)) for o in faults if o.get("phase") == "start"]
+    found = []
+    for rid, applied in sorted(sends.items()):
+        for (first, pid, outcome), (second, other, _) in zip(applied, applied[1:]):
+            if outcome == "timeout" or pid in stopped:
+                continue
+            if any(began - OUTAGE_SLACK <= second and first <= ended + OUTAGE_SLACK for began, ended in outages):
+                continue
+            found.append(f"record {rid}: effect #{first} by pid {pid}, #{second} by pid {other}")
+            break
     return found

@@ -103,6 +103,12 @@ FIRST_CALL = "call:1"
 #: New work arriving while the workers run lands between these fractions of the expected effects.
 NEW_INPUT_AT = (0.15, 0.6)
 LATE_RESUBMIT_BY = 0.97
+#: Where records are deduplicated by their business key (RESUBMITTED_RECORD "deduped") and two
+#: workers share the work, the records not done yet are resubmitted under a new correlation id,
+#: the last queued first (between these fractions of the expected effects): the input's last task
+#: and its second one are then next to each other in the queue, taken by two workers at once
+#: unless the claim keeps a task waiting while another of its business key runs.
+PENDING_RESUBMIT_AT = (0.75, 0.88)
 
 
 @dataclass
@@ -220,6 +226,10 @@ def plan(strategy: Any, settings: Any, *, seed: int, records: int, kills: int, w
         events.insert(0, {"kind": "submit-crash", "crash_at": "last"})
     if "resubmit-new" in usable and any(e["kind"] in ("sigkill", "sigterm") for e in events):
         events.append(_late_resubmission(events, random.Random(f"{seed}:late"), records))
+    if "resubmit-new" in usable and _two_hold_one_key(strategy, usable, workers):
+        drawn = random.Random(f"{seed}:pending")  # its own generator: the other events stay as they were
+        events.append({"kind": "resubmit-new", "at": round(drawn.uniform(*PENDING_RESUBMIT_AT), 4),
+                       "count": min(max(1, round(records * RESUBMIT_SHARE)), records), "pending": True})
     if "damaged-checkpoint" in usable and not damage_some(events, random.Random(f"{seed}:damaged")):
         usable.remove("damaged-checkpoint")
         skipped["damaged-checkpoint"] = ("no timed SIGKILL for the damage to follow: it needs --kills, the sigkill "
@@ -298,6 +308,13 @@ def _kills(rng: random.Random, usable: list[str], kills: int, sigterm_only: bool
     return found
 
 
+def _two_hold_one_key(strategy: Any, usable: list[str], workers: int) -> bool:
+    """Can two live workers hold tasks of one business key here (PENDING_RESUBMIT_AT)? Not with a
+    queue's own redelivery instead of a store's tasks (its resubmission publishes again)."""
+    return (getattr(strategy, "RESUBMITTED_RECORD", "new-work") == "deduped" and (workers > 1 or "scale-out" in usable)
+            and getattr(strategy, "drill_republish", None) is None)
+
+
 def _late_resubmission(events: list[dict[str, Any]], rng: random.Random, records: int) -> dict[str, Any]:
     """The resubmission of the records done last, just after the last kill or outage (LATE_RESUBMIT_AFTER)."""
     restarts = ("sigkill", "sigterm", "other-host", "host-lost", "store-outage")
@@ -341,7 +358,9 @@ def describe(event: dict[str, Any]) -> str:
     extra = {"service-fail": lambda e: f"{e['calls']} call(s) refused",
              "service-timeout": lambda e: f"{e['calls']} call(s) applied, then timed out",
              "resubmit-same": lambda e: f"{e['count']} record(s) under the same correlation id",
-             "resubmit-new": lambda e: f"{e['count']} done record(s) under a new correlation id"
+             "resubmit-new": lambda e: (f"{e['count']} record(s) not done yet, the last queued first, under a new "
+                                        "correlation id" if e.get("pending") else
+                                        f"{e['count']} done record(s) under a new correlation id")
                                        + (" (the latest done)" if e.get("latest") else ""),
              "store-outage": lambda e: f"write lock held until the workers stalled {e['hold_s']} s",
              "new-input": lambda e: f"{e['count']} new record(s) submitted while the workers run",

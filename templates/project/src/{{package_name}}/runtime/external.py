@@ -36,6 +36,7 @@ exactly N and M calls are hit, whatever the number of workers. With ``hold=True`
 burst's first refusal is answered slowly, as a service that is down answers after its
 timeout: logged at once, raised only once the drill has stopped that worker
 (``release_hold``), so the stop meets the refusal on every machine, however loaded.
+``answer_slowly(record_id, seconds)``: that record's next call is applied and answered late.
 
 Every request is logged in ``calls``; every applied effect in
 ``effects(record_id, step, idempotency_key, applied_at)``. Verify any run with::
@@ -131,6 +132,9 @@ TAKE_HOLD = "UPDATE config SET value = 'held' WHERE name = 'hold_refusal' AND va
 SELECT_HOLD = "SELECT value FROM config WHERE name = 'hold_refusal'"
 #: A held refusal is raised after this long at most, released or not (a drill that died meanwhile).
 HOLD_MAX_S = 10.0
+#: A call the drill asked to be answered slowly (``answer_slowly``): its config row, by record.
+SELECT_SLOW = "SELECT value FROM config WHERE name = ?"
+TAKE_SLOW = "DELETE FROM config WHERE name = ?"
 SELECT_LAST_APPLY = "SELECT outcome FROM calls WHERE kind = 'apply' ORDER BY rowid DESC LIMIT 1"
 
 
@@ -187,6 +191,13 @@ class ExternalService:
             if count:
                 self.conn.execute(ADD_SCHEDULED, (name, str(int(count))))
 
+    def answer_slowly(self, record_id: str, seconds: float) -> None:
+        """The drill's nemesis: the next call for ``record_id`` is applied at once and answered only
+        ``seconds`` later (HOLD_MAX_S at most), as a loaded service or a slow network answers: its
+        caller holds that call in flight all the while. Seen by every process of this service."""
+        self.conn.execute("INSERT OR REPLACE INTO config (name, value) VALUES (?, ?)",
+                          (f"slow:{record_id}", str(float(seconds))))
+
     def release_hold(self) -> None:
         """The held refusal, if any, is answered now (and a hold not yet taken is dropped)."""
         self.conn.execute("DELETE FROM config WHERE name = 'hold_refusal'")
@@ -228,6 +239,9 @@ class ExternalService:
             first = self.conn.execute(SELECT_EFFECT_BY_KEY, (key,)).fetchone() \
                 if self.kind == "idempotent" and key is not None else None
             seen = first is not None
+            slow = self.conn.execute(SELECT_SLOW, (f"slow:{record_id}",)).fetchone()
+            if slow is not None:
+                self.conn.execute(TAKE_SLOW, (f"slow:{record_id}",))
             if not seen:
                 self.conn.execute(INSERT_EFFECT, (record_id, step, key, now, json.dumps(payload)))
             outcome = "duplicate" if seen else "applied"
@@ -238,6 +252,8 @@ class ExternalService:
                 self.conn.execute("ROLLBACK")
             raise
         self.conn.execute("COMMIT")
+        if slow is not None:  # applied; the answer comes late (outside the transaction: others go on)
+            time.sleep(min(float(slow[0]), HOLD_MAX_S))
         if fault == "timeout_next":  # applied, but the answer never reaches the caller
             raise InDoubt(f"external service timed out after the call for {record_id} was sent (drill)")
         if first is not None:  # a duplicate is answered as the first request was (its reference)
@@ -358,6 +374,20 @@ def calls_sent_after(data_dir: Path, after: int, record_ids: list[str], until: i
     rows = _log_rows(data_dir, "SELECT record_id FROM calls WHERE rowid > ? AND rowid <= ? AND kind = 'apply'"
                                " AND outcome != 'failed' ORDER BY rowid", (after, until or 2 ** 62))
     return [rid for (rid,) in rows if rid in wanted]
+
+
+def applications(data_dir: Path, record_ids: list[str], until: int | None = None) -> dict[str, list[tuple[int, int, str]]]:
+    """How often the service applied each of ``record_ids`` (up to its ``until``-th call), for the
+    kinds that apply every call they do not refuse (plain, queryable; "timeout": applied, then the
+    answer was lost): (the effect's place among all effects applied, 1-based, as the drill's ``done``
+    counts them; the caller's pid; the outcome), in order."""
+    wanted, found = set(record_ids), {}  # type: ignore[var-annotated]
+    rows = _log_rows(data_dir, "SELECT record_id, pid, outcome, rowid FROM calls WHERE kind = 'apply'"
+                               " AND outcome IN ('applied', 'timeout') ORDER BY rowid")
+    for place, (rid, pid, outcome, rowid) in enumerate(rows, 1):
+        if rid in wanted and rowid <= (until or 2 ** 62):
+            found.setdefault(rid, []).append((place, int(pid), outcome))
+    return found
 
 
 def a_redone_call(data_dir: Path) -> str | None:

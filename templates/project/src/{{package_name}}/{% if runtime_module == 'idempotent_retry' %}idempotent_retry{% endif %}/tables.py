@@ -37,8 +37,8 @@ SELECT_RUNNING = "SELECT task_id, version, owner, instance_id, updated_at FROM t
 # twice (two correlation ids) must not run on two workers at once, where neither would find the
 # other's dedupe record yet and both would call (a queryable or plain service applies both). It
 # waits until the running one is done (then its dedupe record makes it a no-op) or taken over.
-# SQLite serializes claims, so two can never pass this check together; on PostgreSQL two claims
-# in flight at the same moment still can (READ COMMITTED), a narrower window than before.
+# Claims are serialized (SQLite's BEGIN IMMEDIATE; on PostgreSQL an advisory lock, worker.claim), so
+# two can never pass this check together.
 SELECT_NEXT_PENDING = """
 SELECT t.task_id, t.version FROM tasks t WHERE t.status = 'pending'
 AND NOT EXISTS (SELECT 1 FROM tasks r WHERE r.status = 'running' AND r.business_key = t.business_key)

@@ -28,6 +28,10 @@ from .tables import (CLAIM_TASK, COMPLETE_TASK, FAIL_TASK, INSERT_PROCESSED, INS
                      SELECT_NEXT_PENDING, SELECT_PROCESSED, SELECT_RUNNING, SELECT_TASK, TASK_INPUT)
 
 
+#: Any constant: the key of the PostgreSQL advisory lock that lets one worker at a time claim a task.
+CLAIM_LOCK_KEY = 7_303_117_042
+
+
 # ======================================================================= policy
 # The retry policy, declared once. Only transient errors are retried; the wait
 # before retry n is uniform in [0, min(BACKOFF_MAX_S, BACKOFF_FIRST_S * 2**(n-1))]
@@ -92,7 +96,17 @@ class Worker:
     def claim(self) -> dict[str, Any] | None:
         """A task whose holder died (re-run whole), else the next pending one."""
         with self.store.transaction():
+            self._one_claim_at_a_time()
             return self._claim_in_transaction()
+
+    def _one_claim_at_a_time(self) -> None:
+        """First in a transaction that claims: claims one at a time, as SQLite's BEGIN IMMEDIATE makes
+        them. On PostgreSQL each statement after the lock reads what the claims before it committed
+        (READ COMMITTED), so the business-key guard of SELECT_NEXT_PENDING sees a task of the same key
+        that another worker has just taken. Taken before any row is written: a claim that waits on a
+        row never holds up a transaction that waits for the lock."""
+        if self.store.dialect == "postgresql":
+            self.store.execute("SELECT pg_advisory_xact_lock(?)", (CLAIM_LOCK_KEY,))
 
     def _claim_in_transaction(self, tries: int = 5) -> dict[str, Any] | None:
         now = time.time()
@@ -182,7 +196,10 @@ class Worker:
     def complete(self, task: dict[str, Any], key: str, output: dict[str, Any] | None, retries: int, *,
                  duplicate_of: str | None = None) -> None:
         """The effect, its dedupe record and the task's status: one transaction, or nothing."""
+        claim_next = self.claim_next and not self.shutdown.requested
         with self.store.transaction():
+            if claim_next:
+                self._one_claim_at_a_time()
             now = time.time()
             if duplicate_of is None:
                 result = json.dumps(output)
@@ -193,7 +210,7 @@ class Worker:
             # The next task is claimed in this same commit: one fsync per task, not two.
             # (The claim needs no commit of its own before the call: after a kill the task
             # is re-run whole either way, and the business key makes the rerun harmless.)
-            claimed = self._claim_in_transaction() if self.claim_next and not self.shutdown.requested else None
+            claimed = self._claim_in_transaction() if claim_next else None
         faults.window("after_commit_before_next_task")
         metrics.records_done(1)  # runtime/metrics.py
         self.next_task = claimed

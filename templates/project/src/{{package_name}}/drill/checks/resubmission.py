@@ -8,7 +8,9 @@ resubmissions and their answers, the reused keys), never how a fault was made.
   done, under a new correlation id, must be answered as the strategy promises
   (``RESUBMITTED_RECORD``: ``refused``, or ``deduped``: queued, and then neither applied
   nor stored twice, which the effects and results checks hold it to, and not sent to the
-  service again: ``sent_again``, the calls asked for them after they came again).
+  service again: ``sent_again``, the calls asked for them after they came again); records not
+  done yet, under a new correlation id (``pending``), must not be applied twice unless a kill,
+  a lost answer or a store outage made the second send a re-send in doubt (``applied_twice``).
 * ``key_reuse``: an idempotency key sent again with a different request must be refused.
 """
 
@@ -32,6 +34,12 @@ def check(report: dict[str, Any], strategy: Any) -> list[dict[str, str]]:
             found.append(_failure("resubmission", f"{n} record(s) of the input submitted again under its correlation "
                                                   f"id {cid} were {outcome}{said}; a repeat must be answered with the "
                                                   "first submission's tasks and queue nothing"))
+        elif r.get("pending") and r.get("applied_twice"):
+            found.append(_failure("resubmission", f"{r['applied_twice']} of {n} record(s) not done yet, submitted "
+                                                  f"again under the new correlation id {cid}, were applied twice "
+                                                  f"({r['applied_twice_example']}), the first caller alive, its call "
+                                                  "answered and its store reachable: a task must wait while another "
+                                                  "task of its business key runs, and then find it done"))
         elif not r["same"] and promised == "deduped" and r.get("sent_again"):
             found.append(_failure("resubmission", f"{n} record(s) already done, submitted again under the new "
                                                   f"correlation id {cid}, were sent to the service again "
