@@ -130,10 +130,14 @@ class Project:
 
 
 def count(db: Path, table: str) -> int:
-    """Rows inserted so far (results and effects rows are only inserted, in rowid order)."""
+    """Rows inserted so far (results and effects rows are only inserted: MAX(rowid) counts them at
+    once; a table kept as one b-tree by its key, WITHOUT ROWID, has none and is counted)."""
     conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=5)
     try:
-        return int(conn.execute(f"SELECT COALESCE(MAX(rowid), 0) FROM {table}").fetchone()[0])
+        try:
+            return int(conn.execute(f"SELECT COALESCE(MAX(rowid), 0) FROM {table}").fetchone()[0])
+        except sqlite3.OperationalError:  # no rowid: the checkpoint project's results (WITHOUT ROWID)
+            return int(conn.execute(f"SELECT COUNT(*) FROM {table}").fetchone()[0])
     finally:
         conn.close()
 
