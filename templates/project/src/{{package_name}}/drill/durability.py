@@ -50,8 +50,16 @@ from ..settings import ENV_PREFIX
 
 #: Set by the drill for its workers: the directory the probe reports into.
 PROBE_ENV = ENV_PREFIX + "DRILL_PROBE"
-#: Suffix of the marker a worker keeps in the probe's directory while a COMMIT runs.
+#: Suffix of the marker a worker keeps in the probe's directory: one byte, "1" while a COMMIT runs.
 IN_COMMIT = ".committing"
+
+
+def committing(marker: Path) -> bool:
+    """Was the worker whose marker this is inside a COMMIT when it stopped? (Its one byte says so.)"""
+    try:
+        return marker.read_bytes()[:1] == b"1"
+    except OSError:
+        return False
 
 DURABLE_SYNCHRONOUS = ("FULL", "EXTRA")
 #: SQLite's journal_mode is read at a connection's first commit and then every this many.
@@ -98,6 +106,7 @@ class Probe:
         #: commits by itself): a worker killed with it there may have died between writing its commit
         #: and syncing it, before the commit returned (power_loss.py reads it).
         self.in_commit = report_dir / f"{os.getpid()}{IN_COMMIT}"
+        self._in_commit_fd: int | None = None  # opened at the first commit, kept open
         self.state_db_name = state_db_name
         self.started_ns = time.time_ns()
         self.connections: list[dict[str, str]] = []  # distinct settings seen on state-store commits
@@ -145,6 +154,9 @@ class Probe:
         sqlite3.connect = self.real["connect"]
         self.account.unwatch_acks()
         atexit.unregister(self.finish)
+        if self._in_commit_fd is not None:
+            os.close(self._in_commit_fd)
+            self._in_commit_fd = None
 
     def finish(self, moment: str = "exited") -> None:
         for where in self.unsynced_dirs.values():
@@ -206,12 +218,16 @@ class Probe:
 
     @contextlib.contextmanager
     def committing_now(self) -> Iterator[None]:
-        """The marker file while the COMMIT runs (two metadata operations on the drill's own disk)."""
-        os.close(os.open(self.in_commit, os.O_CREAT | os.O_WRONLY, 0o644))
+        """The marker says "1" while the COMMIT runs: one byte written in place before and after, on
+        the drill's own disk (a file created and removed around every commit cost a drilled commit
+        a fifth of its time)."""
+        if self._in_commit_fd is None:
+            self._in_commit_fd = os.open(self.in_commit, os.O_CREAT | os.O_WRONLY, 0o644)
+        os.pwrite(self._in_commit_fd, b"1", 0)
         try:
             yield
         finally:
-            os.unlink(self.in_commit)
+            os.pwrite(self._in_commit_fd, b"0", 0)
 
     def saw_sqlite(self, settings: dict[str, str]) -> None:
         if settings not in self.connections:

@@ -51,7 +51,7 @@ from ..runtime.errors import JobError
 from ..runtime.store import is_postgresql
 from ..runtime.strategy import Context
 from . import lazyfs, store_snapshot, verdict
-from .durability import IN_COMMIT
+from .durability import IN_COMMIT, committing
 from .judge import PROBE_DIR
 from .report_data import percentile
 from .preflight import fresh_data_dir
@@ -209,7 +209,7 @@ class PowerLossRun(CrashPointRun):
 
     def in_commit_markers(self) -> bool:
         """The killed worker's marker while a COMMIT runs (durability.py) is there."""
-        return self.in_commit is not None and self.in_commit.exists()
+        return self.in_commit is not None and committing(self.in_commit)
 
     def more_failures(self, report: dict[str, Any]) -> list[dict[str, str]]:
         report["power_loss"] = {

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from .. import job
-from .durability import IN_COMMIT
+from .durability import IN_COMMIT, committing
 from .power_loss import RANDOM_POINT, PowerLossRun
 from .progress import POLL_S
 from .segments import _applied
@@ -107,7 +107,7 @@ class ManyWorkersCuts:
         """Any worker of the last cut killed inside a COMMIT (durability.py's marker for its pid)."""
         if self.in_commit is None:
             return False
-        return any((self.in_commit.parent / f"{proc.pid}{IN_COMMIT}").exists() for proc in self.running)
+        return any(committing(self.in_commit.parent / f"{proc.pid}{IN_COMMIT}") for proc in self.running)
 
     def more_failures(self: Any, report: dict[str, Any]) -> list[dict[str, str]]:
         report["workers"] = self.workers
