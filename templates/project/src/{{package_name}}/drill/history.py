@@ -76,21 +76,23 @@ def stopped(op: dict[str, Any]) -> bool:
     return op.get("by") in ("drill", "self") or bool(op.get("code"))
 
 
-def takeovers(ops: list[dict[str, Any]]) -> dict[int, int]:
-    """For each worker process, how many units of workers in OTHER slots it may have taken over
-    besides its predecessor's (several workers at once: --workers, scale-out): those stopped while
-    it ran, and those stopped before it started whose own successor started after it. One worker
-    at a time: none."""
-    spawns, exits = of(ops, "spawn"), {o["pid"]: o for o in of(ops, "exit")}
-    gone = [o for o in exits.values() if stopped(o)]
+#: The runner reads ``done`` just before it stops a worker; a re-send this many effects earlier may
+#: still have come after the stop.
+STOP_SLACK = 3
 
-    def successor_at(exit_op: dict[str, Any]) -> float:
-        return min((o["t"] for o in spawns if o["slot"] == exit_op.get("slot") and o["t"] >= exit_op["t"]),
-                   default=float("inf"))
 
-    found = {}
-    for spawn in spawns:
-        began, ended = spawn["t"], exits.get(spawn["pid"], {}).get("t", float("inf"))
-        found[spawn["pid"]] = sum(1 for x in gone if x.get("slot") != spawn["slot"] and x["t"] < ended
-                                  and (x["t"] > began or successor_at(x) > began))
-    return found
+def takeovers(ops: list[dict[str, Any]], resent_from: dict[int, dict[int, int]]) -> dict[int, int]:
+    """For each worker process, how many workers of OTHER slots it took units over from besides its
+    predecessor (several workers at once: --workers, scale-out): stopped workers whose calls it sent
+    again once they were stopped (``resent_from``: from the service's log, with the effects applied
+    by then). A unit taken from a worker not yet stopped counts for nothing: that is a living
+    holder's unit. A worker that killed itself (armed) or crashed is seen only once the drill
+    notices: any re-send of its calls counts. One worker at a time: none."""
+    slots = {o["pid"]: o["slot"] for o in of(ops, "spawn")}
+    stopped_at = {o["pid"]: (o.get("done", 0) if o.get("by") == "drill" else 0) for o in of(ops, "exit") if stopped(o)}
+
+    def took_over(worker: int, applied: int) -> bool:
+        return worker in stopped_at and stopped_at[worker] <= applied + STOP_SLACK
+
+    return {pid: sum(1 for w, applied in resent_from.get(pid, {}).items() if slots.get(w) != slot and took_over(w, applied))
+            for pid, slot in slots.items()}

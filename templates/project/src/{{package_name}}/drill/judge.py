@@ -16,7 +16,7 @@ from typing import Any
 from .. import job
 from .. import settings as settings_module
 from ..runtime import effects
-from ..runtime.external import a_redone_call, applied_effects, redone_by_process
+from ..runtime.external import a_redone_call, applied_effects, redone_by_process, resent_from
 from ..runtime.strategy import Context
 from ..runtime.strategy import load as load_strategy
 from ..settings import Settings
@@ -134,7 +134,7 @@ def judge(ctx: Context, settings: Settings, data_dir: Path, report: dict[str, An
                                   resent=report["possible_duplicates"] if policy == "at-least-once" else None,
                                   redone_by_worker=redone_by_process(data_dir) if report["workers"] == 1 else None,
                                   outages_by_worker={w["pid"]: w["outages"] for w in seen["workers"]},
-                                  takeovers_by_worker=takeovers(ops))
+                                  takeovers_by_worker=takeovers(ops, resent_from(data_dir)))
     report["durability"] = observed_durability(ctx, data_dir, seen)
     failures += verdict.check_durability(report["durability"])
     failures += resubmission.check(report, strategy)  # what only the fault schedule can show

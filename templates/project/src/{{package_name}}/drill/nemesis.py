@@ -56,6 +56,8 @@ class Nemesis:
         self.last_queued: tuple[float, int] | None = None
         #: The effects applied when the last outage ended: a worker may rebuild what it keeps then.
         self.done_at_outage_end = 0
+        #: Per worker pid: the effects applied when the drill first saw it call (past its start-up).
+        self.done_at_first_call: dict[int, int] = {}
         #: The service's calls when the last burst of refusals was scheduled (after-refusal stops).
         self.calls_at_refusals = 0
 
@@ -301,19 +303,35 @@ class Nemesis:
             return self._submit(event, chunk, f"drill-resubmit-{event['n']}", done, same=False, pending=True)
         chunk = [r for r in self.records if str(r["record_id"]) in finished]
         if event.get("latest"):
-            # Only records done since the newest worker started (and since the store came back):
-            # answered by a worker that did them itself, or saw them done after it started. With
-            # no worker left, later: the runner extends the work, and its workers answer it.
-            if not self.pool.alive():
-                return None
+            # Only records done since the newest worker made its first call (and since the store came
+            # back): answered by a worker that did them itself, or saw them done after it started. Its
+            # first call, not its spawn: a worker loads what it loads at start before it calls, and a
+            # fast run does many records while an interpreter starts. With no worker left, later: the
+            # runner extends the work, and its workers answer it.
+            started = self._newest_called()
+            if started is None:
+                return None  # nobody alive, or the newest one still starting up: later
             done = self.progress.applied()  # now, not the loop's reading: the records below are drawn from it
-            since = max(max(self.pool.done_at_spawn), self.done_at_outage_end)
+            since = max(started, self.done_at_outage_end)
             by_id = {str(r["record_id"]): r for r in chunk}
             chunk = [by_id[rid] for rid in self.progress.latest_records(since) if rid in by_id]
         chunk = chunk[:event["count"]]
         if not chunk:
             return None  # nothing done yet (since the newest worker started): later
         return self._submit(event, chunk, f"drill-resubmit-{event['n']}", done, same=False)
+
+    def _newest_called(self) -> int | None:
+        """The effects applied when the newest live worker was first seen calling; None while it has
+        not called yet (or no worker is alive)."""
+        alive = self.pool.alive()
+        if not alive:
+            return None
+        pid = self.pool.procs[max(alive, key=lambda slot: self.pool.spawned_at[slot])].pid  # type: ignore[union-attr]
+        if pid not in self.done_at_first_call:
+            if not calls_by(self.ctx.data_dir, pid):
+                return None
+            self.done_at_first_call[pid] = self.progress.applied()
+        return self.done_at_first_call[pid]
 
     def _scale_out(self, event: dict[str, Any], done: int) -> dict[str, Any] | None:
         """One more worker beside the running ones (an autoscaler's replica, a deploy's new pod):

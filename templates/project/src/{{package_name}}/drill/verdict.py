@@ -237,7 +237,7 @@ def check_run(report: dict[str, Any], *, promise: int, redone_example: str | Non
     process that left no account gets the run's), so a restart that goes back further than its
     last recovery point is not hidden by kills that cost nothing (a kill just after a commit).
     With workers side by side (scale-out) a process may also take over the unit of another
-    worker stopped while it ran: each such unit counts too (``takeovers_by_worker``, history.py)."""
+    worker that was stopped: each one it did counts too (``takeovers_by_worker``, history.py)."""
     found: list[Failure] = []
     if report["incomplete_records"]:
         why = f"; task {failed_task['task_id']} failed: {failed_task['error']}" if failed_task else ""

@@ -76,8 +76,6 @@ class Pool:
         self.reaped: list[bool] = [False] * workers
         #: When each slot's current worker was started (time.monotonic()): it looks for work after that.
         self.spawned_at: list[float] = [0.0] * workers
-        #: The effects applied when each slot's current worker was started (what it could know of).
-        self.done_at_spawn: list[int] = [0] * workers
 
     def alive(self) -> list[int]:
         return [i for i, p in enumerate(self.procs) if p is not None and p.poll() is None]
@@ -99,7 +97,6 @@ class Pool:
         self.host_index.append(slot % self.hosts)
         self.reaped.append(False)
         self.spawned_at.append(0.0)
-        self.done_at_spawn.append(0)
         return slot
 
     def on_host_of(self, slot: int) -> list[int]:
@@ -137,7 +134,7 @@ class Pool:
         cmd = [sys.executable, "-m", settings_module.PACKAGE, "run", "--data-dir", str(work_dir)]
         proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=self.log, stderr=self.log, env=env)
         self.procs[slot], self.armed[slot], self.reaped[slot] = proc, armed, False
-        self.spawned_at[slot], self.done_at_spawn[slot] = time.monotonic(), done or 0
+        self.spawned_at[slot] = time.monotonic()
         self.history.add("spawn", slot=slot, pid=proc.pid, host=self.host[slot],
                          armed=armed["n"] if armed else None, done=done)
         return proc

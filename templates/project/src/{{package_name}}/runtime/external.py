@@ -390,6 +390,25 @@ def applications(data_dir: Path, record_ids: list[str], until: int | None = None
     return found
 
 
+def resent_from(data_dir: Path) -> dict[int, dict[int, int]]:
+    """For each process, the processes whose calls it sent again (the same key, or keyless the same
+    record and step; refused calls left out), each with how many effects the service had applied
+    before the first such re-send (the drill's ``done`` at that moment): whose units it took over,
+    and when."""
+    rows = _log_rows(data_dir, "SELECT COALESCE(idempotency_key, record_id || '/' || step), pid, outcome FROM calls"
+                               " WHERE kind = 'apply' AND outcome != 'failed' ORDER BY rowid")
+    last: dict[str, int] = {}
+    found: dict[int, dict[int, int]] = {}
+    applied = 0
+    for key, pid, outcome in rows:
+        before = last.get(key)
+        if before is not None and before != pid:
+            found.setdefault(int(pid), {}).setdefault(before, applied)
+        last[key] = int(pid)
+        applied += outcome in ("applied", "timeout")
+    return found
+
+
 def a_redone_call(data_dir: Path) -> str | None:
     """One idempotency key (or keyless record/step) that was sent more than once, for messages."""
     rows = _log_rows(data_dir, "SELECT COALESCE(idempotency_key, record_id || '/' || step), COUNT(*) AS n FROM calls"
