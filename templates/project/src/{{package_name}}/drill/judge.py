@@ -16,7 +16,8 @@ from typing import Any
 from .. import job
 from .. import settings as settings_module
 from ..runtime import effects
-from ..runtime.external import a_redone_call, applied_effects, redone_by_process, resent_from
+from ..runtime.external import applied_effects
+from ..runtime.service_log import a_redone_call, redone_by_process, resent_from
 from ..runtime.strategy import Context
 from ..runtime.strategy import load as load_strategy
 from ..settings import Settings

@@ -11,7 +11,7 @@ import math
 from pathlib import Path
 from typing import Any
 
-from ..runtime.external import applications, calls_sent_after
+from ..runtime.service_log import applications, calls_sent_after
 from . import history as history_module
 from . import schedule as schedule_module
 

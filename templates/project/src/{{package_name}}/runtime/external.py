@@ -332,92 +332,11 @@ def verify(data_dir: Path, expected: set[tuple[str, str]]) -> dict[str, Any]:
 
 def applied_effects(data_dir: Path) -> list[tuple[str, str, Any]]:
     """Every applied effect in the order applied: (record_id, step, payload)."""
-    rows = _log_rows(data_dir, "SELECT record_id, step, payload FROM effects ORDER BY rowid")
+    rows = log_rows(data_dir, "SELECT record_id, step, payload FROM effects ORDER BY rowid")
     return [(r, s, json.loads(p) if p is not None else None) for r, s, p in rows]
 
 
-def calls_by(data_dir: Path, pid: int) -> int:
-    """Every call (applied, refused, looked up) the process ``pid`` made to the service."""
-    return int(_log_rows(data_dir, "SELECT count(*) FROM calls WHERE pid = ?", (pid,))[0][0])
-
-
-def redone_by_process(data_dir: Path) -> dict[int, int]:
-    """The redone calls (apply calls repeating an earlier key, less the re-sends a timeout
-    allows: as verify() counts them) by the process that sent them."""
-    rows = _log_rows(data_dir, "SELECT COALESCE(idempotency_key, record_id || '/' || step), outcome, pid FROM calls"
-                               " WHERE kind = 'apply' AND outcome != 'failed' ORDER BY rowid")
-    seen: set[str] = set()
-    excuses: dict[str, int] = {}  # timeouts of each key not yet followed by their one re-send
-    redone: dict[str, list[int]] = {}  # the senders of each key's redone calls
-    for key, outcome, pid in rows:
-        if key in seen and excuses.get(key, 0):
-            excuses[key] -= 1  # the re-send a timeout allows
-        elif key in seen:
-            redone.setdefault(key, []).append(pid)
-        seen.add(key)
-        excuses[key] = excuses.get(key, 0) + (outcome == "timeout")
-    found: dict[int, int] = {}
-    for key, pids in redone.items():
-        # A timeout no re-send followed excuses the key's latest redone call (verify's count).
-        for pid in pids[:max(0, len(pids) - excuses.get(key, 0))]:
-            found[pid] = found.get(pid, 0) + 1
-    return found
-
-
-def calls_sent_after(data_dir: Path, after: int, record_ids: list[str], until: int | None = None) -> list[str]:
-    """The records, of ``record_ids``, that the service was asked to apply (not refused) after
-    its ``after``-th call (and up to its ``until``-th): one entry per call, in call order (the
-    drill's resubmission check)."""
-    if not record_ids:
-        return []
-    wanted = set(record_ids)
-    rows = _log_rows(data_dir, "SELECT record_id FROM calls WHERE rowid > ? AND rowid <= ? AND kind = 'apply'"
-                               " AND outcome != 'failed' ORDER BY rowid", (after, until or 2 ** 62))
-    return [rid for (rid,) in rows if rid in wanted]
-
-
-def applications(data_dir: Path, record_ids: list[str], until: int | None = None) -> dict[str, list[tuple[int, int, str]]]:
-    """How often the service applied each of ``record_ids`` (up to its ``until``-th call), for the
-    kinds that apply every call they do not refuse (plain, queryable; "timeout": applied, then the
-    answer was lost): (the effect's place among all effects applied, 1-based, as the drill's ``done``
-    counts them; the caller's pid; the outcome), in order."""
-    wanted, found = set(record_ids), {}  # type: ignore[var-annotated]
-    rows = _log_rows(data_dir, "SELECT record_id, pid, outcome, rowid FROM calls WHERE kind = 'apply'"
-                               " AND outcome IN ('applied', 'timeout') ORDER BY rowid")
-    for place, (rid, pid, outcome, rowid) in enumerate(rows, 1):
-        if rid in wanted and rowid <= (until or 2 ** 62):
-            found.setdefault(rid, []).append((place, int(pid), outcome))
-    return found
-
-
-def resent_from(data_dir: Path) -> dict[int, dict[int, int]]:
-    """For each process, the processes whose calls it sent again (the same key, or keyless the same
-    record and step; refused calls left out), each with how many effects the service had applied
-    before the first such re-send (the drill's ``done`` at that moment): whose units it took over,
-    and when."""
-    rows = _log_rows(data_dir, "SELECT COALESCE(idempotency_key, record_id || '/' || step), pid, outcome FROM calls"
-                               " WHERE kind = 'apply' AND outcome != 'failed' ORDER BY rowid")
-    last: dict[str, int] = {}
-    found: dict[int, dict[int, int]] = {}
-    applied = 0
-    for key, pid, outcome in rows:
-        before = last.get(key)
-        if before is not None and before != pid:
-            found.setdefault(int(pid), {}).setdefault(before, applied)
-        last[key] = int(pid)
-        applied += outcome in ("applied", "timeout")
-    return found
-
-
-def a_redone_call(data_dir: Path) -> str | None:
-    """One idempotency key (or keyless record/step) that was sent more than once, for messages."""
-    rows = _log_rows(data_dir, "SELECT COALESCE(idempotency_key, record_id || '/' || step), COUNT(*) AS n FROM calls"
-                               " WHERE kind = 'apply' AND outcome != 'failed' GROUP BY 1"
-                               " HAVING COUNT(*) > 1 + SUM(outcome = 'timeout') ORDER BY 1 LIMIT 1")
-    return f"{rows[0][0]} ({rows[0][1]} times)" if rows else None
-
-
-def _log_rows(data_dir: Path, sql: str, params: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
+def log_rows(data_dir: Path, sql: str, params: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
     """Rows of the service's own log (external.db), read in a connection of their own."""
     conn = sqlite3.connect(Path(data_dir) / EXTERNAL_DB)
     try:
