@@ -54,11 +54,12 @@ def applications(data_dir: Path, record_ids: list[str], until: int | None = None
     kinds that apply every call they do not refuse (plain, queryable; "timeout": applied, then the
     answer was lost): (the effect's place among all effects applied, 1-based, as the drill's ``done``
     counts them; the caller's pid; the outcome), in order."""
-    wanted, found = set(record_ids), {}  # type: ignore[var-annotated]
-    rows = log_rows(data_dir, "SELECT record_id, pid, outcome, rowid FROM calls WHERE kind = 'apply'"
-                               " AND outcome IN ('applied', 'timeout') ORDER BY rowid")
-    for place, (rid, pid, outcome, rowid) in enumerate(rows, 1):
-        if rid in wanted and rowid <= (until or 2 ** 62):
+    wanted = set(record_ids)
+    found: dict[str, list[tuple[int, int, str]]] = {}
+    rows = log_rows(data_dir, "SELECT record_id, pid, outcome FROM calls WHERE kind = 'apply'"
+                               " AND outcome IN ('applied', 'timeout') AND rowid <= ? ORDER BY rowid", (until or 2 ** 62,))
+    for place, (rid, pid, outcome) in enumerate(rows, 1):
+        if rid in wanted:
             found.setdefault(rid, []).append((place, int(pid), outcome))
     return found
 
