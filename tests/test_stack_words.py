@@ -175,7 +175,11 @@ BROKEN = [
      "pitfalls[0].fix", "unknown term [[unconfirmed]]"),
     # a stack rewording a term that has no default
     ("stack-words.yaml", lambda t: t.replace("      job_noun: the Celery task", "      job_name: the Celery task"),
-     "stack-words.yaml", "stacks[1].words.job_name", "unknown term"),
+     "stack-words.yaml", "stacks[2].words.job_name", "unknown term"),
+    # a stack's documentation page that is not a URL: caught where a control points to it
+    ("stack-words.yaml", lambda t: t.replace("lease_docs: https://www.rabbitmq.com/docs/consumers#acknowledgement-timeout",
+                                             "lease_docs: the RabbitMQ consumer guide"),
+     "idempotent-retry.yaml", "reference", "not 'the RabbitMQ consumer guide'"),
     # a stack whose condition names a value the question does not have
     ("stack-words.yaml", lambda t: t.replace("when: {broker: kafka}", "when: {broker: kafka2}"), "stack-words.yaml",
      "when.broker", "unknown value 'kafka2'"),
@@ -203,6 +207,27 @@ def test_broken_stack_words_name_file_key_and_reason(catalog_copy: Path, name, m
     assert where in str(err.value) and key in str(err.value) and reason in str(err.value), str(err.value)
 
 
+# (answers, a documentation page the record must point to, pages it must not). One comment per case.
+DOCS = [
+    # a RabbitMQ team's lease is RabbitMQ's delivery acknowledgement timeout, not SQS's visibility timeout
+    ({**TASK, "broker": "rabbitmq"}, "rabbitmq.com/docs/consumers#acknowledgement-timeout", ("amazon.com", "celeryq")),
+    # an SQS team reads AWS's page on the visibility timeout
+    ({**TASK, "broker": "sqs"}, "sqs-visibility-timeout", ("rabbitmq.com",)),
+    # a Celery task is stopped the Celery way
+    ({**TASK, "runner": "celery", "broker": "redis", "trigger": "planned_stop"}, "workers.html#stopping-the-worker", ("kubernetes.io/docs/concepts/workloads/pods/pod-lifecycle",)),
+    # no broker named: a page about leases in general, no product's
+    ({**TASK, "broker": "other"}, "time-bound-lease", ("amazon.com", "rabbitmq.com", "celeryq")),
+]
+
+
+@pytest.mark.parametrize(("answers", "page", "not_pages"), DOCS)
+def test_a_control_points_to_the_stacks_own_documentation(catalog, answers, page, not_pages):
+    record = decision_record(answers, catalog, current=CurrentDesign("idempotent-retry"), date=DAY)
+    links = set(re.findall(r"https?://[^\s)]+", record))
+    assert any(page in link for link in links), sorted(links)
+    assert not [link for link in links if any(bad in link for bad in not_pages)], sorted(links)
+
+
 def test_every_term_has_words_true_for_any_stack(catalog):
     """Without a stack answer the default words name no product: what `advisor explain` and the
     docs print (the Worded strings' own value) is true for every team."""
@@ -216,9 +241,13 @@ def test_a_catalog_without_stack_words_still_loads(catalog_copy: Path):
     import re
 
     (catalog_copy / "stack-words.yaml").unlink()
-    term = re.compile(r"\[\[[a-z_]+\]\]")
+    term = re.compile(r"\[\[([a-z_]+)\]\]")
+
+    def plain(m: re.Match[str]) -> str:  # a documentation term stands where a URL must
+        return "https://example.org/docs" if m.group(1).endswith("_docs") else "the platform's own words"
+
     for path in catalog_copy.glob("*.yaml"):
-        path.write_text(term.sub("the platform's own words", path.read_text()))
+        path.write_text(term.sub(plain, path.read_text()))
     bare = load_catalog(catalog_copy)
     assert not bare.words.defaults
     record = decision_record({"work_shape": "record_batch"}, bare, date=DAY)

@@ -241,7 +241,7 @@ class Control:
 
         return replace(
             self, question=say(self.question, answers), why=pick("why"), how_to_check=pick("how_to_check"),
-            fix=pick("fix"), cases=(),
+            fix=pick("fix"), cases=(), reference=say(self.reference, answers) if self.reference else None,
         )  # fmt: skip
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from advisor.model.catalog import Question
+from advisor.model.words import Worded
 from advisor.model.yaml_reader import Reader
 
 
@@ -44,6 +45,8 @@ def read_url(r: Reader, key: str) -> str | None:
     if r.data.get(key) is None:
         return None
     url = r.text(key)
-    if not url.startswith(("https://", "http://")):
-        raise r.error(key, "expected a public URL (https://...) a user can open")
+    # A stack may name its own documentation ([[lease_docs]]): every wording must be a URL.
+    for variant in url.words.variants(url.template) if isinstance(url, Worded) else {url}:
+        if not variant.startswith(("https://", "http://")) or any(ch.isspace() for ch in variant):
+            raise r.error(key, f"expected a public URL (https://...) a user can open, not {variant!r}")
     return url

@@ -50,6 +50,12 @@ class Words:
     def fill(self, template: str, answers: Mapping[str, str]) -> str:
         return TERM.sub(lambda m: self.term(m.group(1), answers), template)
 
+    def variants(self, template: str) -> set[str]:
+        """Every way ``template`` can read: in the default words and in each stack's."""
+        return {self.fill(template, {})} | {
+            self.fill(template, {q: values[0] for q, values in stack.when.items()}) for stack in self.stacks
+        }
+
     def unknown_terms(self, text: str) -> list[str]:
         return [t for t in TERM.findall(text) if t not in self.defaults]
 
