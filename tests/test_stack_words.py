@@ -72,6 +72,12 @@ WORDING = [
     # Flink's checkpoints, savepoints and exactly-once sinks; not Spark's
     ({"work_shape": "unbounded_stream", "recovery_point_store": "stream_engine", "runner": "flink"}, "stream-checkpoint",
      ("state.checkpoints.dir", "flink stop", "two-phase commit"), ("foreachBatch", "checkpointLocation")),
+    # ... and with outputs in another store, still no driver, executor or replayed micro-batch
+    ({"work_shape": "unbounded_stream", "recovery_point_store": "stream_engine", "runner": "flink", "outputs": "outside_store"},
+     "stream-checkpoint", ("JobManager", "TaskManager"), ("foreachBatch", "the driver ", "the driver's", "executor", "replayed micro-batch")),
+    # ... which Spark's own record says, in Spark's words
+    ({"work_shape": "unbounded_stream", "recovery_point_store": "stream_engine", "runner": "spark", "outputs": "outside_store"},
+     "stream-checkpoint", ("the driver", "executor", "micro-batch"), ("JobManager", "TaskManager")),
     # Kubernetes Jobs: backoffLimit, Indexed Jobs, the pod's grace period
     ({"work_shape": "record_batch", "duration": "hours", "runner": "kubernetes_jobs", "unit_vs_notice": "longer_than_notice",
       "kill_control": "can_defer"}, "checkpoint",

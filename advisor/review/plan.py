@@ -29,9 +29,14 @@ KILL_WINDOWS: tuple[tuple[str, tuple[str, ...], str], ...] = (
     ("work_shape", ("record_batch",), "in the middle of a batch, after some of its results are written"),
     ("work_shape", ("multi_step_flow",), "between two steps of a flow"),
     ("work_shape", ("entity_changes",), "between an append and the subscriber's commit"),
-    ("work_shape", ("unbounded_stream",), "in the middle of a micro-batch (kill an executor, then the driver)"),
+    ("work_shape", ("unbounded_stream",), "between processing a message and recording its position"),
     ("work_shape", ("single_task",), "in the middle of the task, after its first effect"),
 )  # fmt: skip
+# A stream engine's own window replaces the stream's general one: its words for the same moment.
+ENGINE_WINDOWS = {
+    "spark": "in the middle of a micro-batch (kill an executor, then the driver)",
+    "flink": "between two checkpoints (kill a TaskManager, then the JobManager)",
+}
 DRILL_RECORDS, DRILL_KILLS = 2000, 10
 # The generated project's alerts (deploy/prometheus/alerts.yml) beyond CheckpointsFailing and
 # RecoverySuccessLow, which page on every project: (question, values that make it matter, alert,
@@ -219,7 +224,10 @@ def verification_plan(
     )
     if claims:  # this week's fixes say they are closed by their checks; claims need theirs too
         steps.append(claims[0].upper() + claims[1:] + ".")
-    windows = list(dict.fromkeys(text for qid, values, text in KILL_WINDOWS if answers.get(qid) in values))
+    windows = list(dict.fromkeys(
+        ENGINE_WINDOWS.get(answers.get("runner", ""), text) if qid == "work_shape" and values == ("unbounded_stream",) else text
+        for qid, values, text in KILL_WINDOWS if answers.get(qid) in values
+    ))  # fmt: skip
     aim = "; ".join(windows) if windows else "at random moments while work is in flight"
     options = generate_flags(settings)
     single_worker = any((s.key, s.value) in SINGLE_WORKER for s in settings)
