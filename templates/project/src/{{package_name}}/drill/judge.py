@@ -22,7 +22,7 @@ from ..runtime.strategy import Context
 from ..runtime.strategy import load as load_strategy
 from ..settings import Settings
 from . import evidence, reconciler, verdict
-from .checks import calls, exits, history, rebuild, resubmission, second_start
+from .checks import calls, claims, exits, history, rebuild, resubmission, second_start
 from .durability import PROBE_ENV, collect
 from .history import read as read_history
 from .history import takeovers
@@ -50,6 +50,13 @@ def start_oracle(data_dir: Path, name: str, shuffle_seed: int | None, clock_shif
     env.pop(PROBE_ENV, None)
     with open(data_dir / f"drill-oracle-{name}.log", "wb") as err:
         return subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=err, stderr=err, env=env)
+
+
+def start_oracles(data_dir: Path, records: list[dict[str, Any]], seed: int, env: dict[str, str]) -> list[subprocess.Popen[bytes]]:
+    """The two oracle runs, started while the workers run (almost free): they read the input,
+    never the strategy's state; the second shuffled by the seed, its clock moved."""
+    (data_dir / INPUT_FILE).write_text(json.dumps(records), encoding="utf-8")
+    return [start_oracle(data_dir, "a", None, 0.0, env), start_oracle(data_dir, "b", seed, ORACLE_CLOCK_SHIFT_S, env)]
 
 
 def _oracle_result(data_dir: Path, proc: subprocess.Popen[bytes], name: str) -> dict[str, Any]:
@@ -128,7 +135,7 @@ def judge(ctx: Context, settings: Settings, data_dir: Path, report: dict[str, An
     failures += reconciler.check(report.get("operator") or [])
     ops = read_history(Path(report["history"])) if report.get("history") else []
     if ops:  # the fault schedule's runs (a sweep's segments keep none)
-        failures += second_start.check(ops) + rebuild.check(ops)
+        failures += second_start.check(ops) + rebuild.check(ops) + claims.check(ops, float(settings.lease_s))
     failures += verdict.check_run(report, promise=strategy.REDONE_CALLS_PER_KILL,
                                   redone_example=a_redone_call(data_dir) if report["redone_calls"] else None,
                                   failed_task=failed_task, log_path=str(data_dir / "drill-workers.log"),

@@ -64,6 +64,8 @@ def build_report(drill: Any, plan: schedule_module.Schedule, checked: dict[str, 
         "after_rebuild_records": after_rebuild,
         "new_input_records": new_input,
         "reruns": drill.reruns,
+        # How often the watch read the claims while the workers ran (claims_watch.py; 0: none to read).
+        "claims_readings": drill.watch.readings,
         "expected_effects": len(expected),
         "kills": tally.kills_landed,
         "kills_requested": len(kill_events),

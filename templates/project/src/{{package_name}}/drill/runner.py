@@ -12,7 +12,6 @@ as the last workers leave is done by one more run, as the user's next run would 
 
 from __future__ import annotations
 
-import json
 import signal
 import subprocess
 import time
@@ -29,10 +28,11 @@ from ..runtime.external import ExternalService, verify
 from ..runtime.store import STATE_DB
 from ..runtime.strategy import Context
 from . import schedule as schedule_module
+from .claims_watch import ClaimsWatch
 from .crashed_submit import crash_a_submit
 from .durability import Probe
 from .history import History
-from .judge import INPUT_FILE, ORACLE_CLOCK_SHIFT_S, PROBE_DIR, judge, start_oracle
+from .judge import PROBE_DIR, judge, start_oracles
 from .nemesis import KILLS, Nemesis
 from .preflight import check_hosts, fresh_data_dir, refuse_a_held_workload
 from .rebuilder import rebuild
@@ -106,7 +106,7 @@ class Drill:
             else:
                 strategy.submit(ctx, records, work_ms=plan.work_ms)
         history.add("submit", event=None, correlation_id=self.input_id, records=len(records), outcome=outcome)
-        self.oracles = self._start_oracles(data_dir)
+        self.oracles = start_oracles(data_dir, records, plan.seed, worker_env())
         service = ExternalService(data_dir)  # create external.db so progress can be polled
         if plan.fail_rate is not None:
             service.set_failure_rate(plan.fail_rate)
@@ -135,6 +135,7 @@ class Drill:
         self.pool = Pool(data_dir, plan.workers, plan.hosts, worker_env(), log, history, _probe_dir(data_dir))
         self.nemesis = Nemesis(ctx, self.pool, self.progress, history, records=records, input_id=self.input_id,
                                expected=self._expected_count, work_ms=plan.work_ms, add_work=self.add_work)
+        self.watch = ClaimsWatch(ctx, history, lambda: self.nemesis.busy)
         started = time.monotonic()
         try:
             for slot in range(plan.workers):
@@ -149,6 +150,7 @@ class Drill:
             _stop(self.oracles)  # the drill itself was stopped: nobody will read the oracle
             raise
         finally:
+            self.watch.close()
             self.nemesis.close()
             self.pool.stop_all()
             self.progress.close()
@@ -204,6 +206,7 @@ class Drill:
                     self._rerun(done, undone)
                     continue
                 return
+            self.watch.tick()
             if self.nemesis.tick():
                 self.settling = done  # the store is back: the next kill waits until work moved again
             event = self.timed[0] if self.timed else None
@@ -364,7 +367,7 @@ class Drill:
         self.records = self.records + extra
         self.nemesis.records = self.records  # a resubmission may pick from the new work too
         _stop(self.oracles)
-        self.oracles = self._start_oracles(self.drill_ctx.data_dir)  # the oracle sees the whole input
+        self.oracles = start_oracles(self.drill_ctx.data_dir, self.records, self.schedule.seed, worker_env())  # the whole input
         return extra
 
     def _start_every_slot(self, done: int, *, home: bool = True) -> None:
@@ -373,14 +376,6 @@ class Drill:
             if home:
                 self.pool.home(slot)
             self.pool.spawn(slot, self.armed.pop(0) if self.armed else None, done=done)
-
-    def _start_oracles(self, data_dir: Path) -> list[subprocess.Popen[bytes]]:
-        """The oracle runs while the workers do (almost free); it reads the input, never the
-        strategy's state."""
-        (data_dir / INPUT_FILE).write_text(json.dumps(self.records), encoding="utf-8")
-        env = worker_env()
-        return [start_oracle(data_dir, "a", None, 0.0, env),
-                start_oracle(data_dir, "b", self.schedule.seed, ORACLE_CLOCK_SHIFT_S, env)]
 
     def _expected_count(self) -> int:
         """What must happen: the input x the steps job.py declares (never the strategy's say-so)."""

@@ -32,7 +32,7 @@ from ..runtime.external import EXTERNAL_DB, ExternalService, verify
 from ..runtime.store import STATE_DB
 from ..runtime.strategy import Context
 from .durability import PROBE_ENV, Probe
-from .judge import INPUT_FILE, ORACLE_CLOCK_SHIFT_S, PROBE_DIR, judge, start_oracle
+from .judge import PROBE_DIR, judge, start_oracles
 from .progress import POLL_S
 from .report_data import percentile
 from .preflight import fresh_data_dir
@@ -102,10 +102,7 @@ class CrashPointRun:
         (data_dir / POINTS_DIR).mkdir()
         with Probe(data_dir / PROBE_DIR, STATE_DB).watch():  # what prepare writes must be durable too
             records = self.prepare(ctx)
-        (data_dir / INPUT_FILE).write_text(json.dumps(records), encoding="utf-8")
-        env = worker_env(data_dir, None)
-        oracles = [start_oracle(data_dir, "a", None, 0.0, env),
-                   start_oracle(data_dir, "b", self.seed, ORACLE_CLOCK_SHIFT_S, env)]
+        oracles = start_oracles(data_dir, records, self.seed, worker_env(data_dir, None))
         expected = {(str(r["record_id"]), step) for r in records for step in job.STEPS}
         service = ExternalService(data_dir)  # exists before the first worker, so progress can be polled
         if self.fail_rate is not None:

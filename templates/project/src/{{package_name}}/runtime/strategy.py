@@ -76,8 +76,12 @@ knows job.py and the input only.
     how the drill hands its input to the workers instead of ``submit``: a queue
     input (runtime/amqp_input/) publishes the records as messages the workers consume;
     ``more`` (a tag) adds records to the same queue when the drill extends its work.
-``held_claims(ctx) -> list[dict]`` (optional, read-only)
-    every claim or lease held right now, ``{"what", "owner"}`` (``held_rows`` reads them);
+``held_claims(ctx, store=None) -> list[dict]`` (optional, read-only)
+    every claim or lease held right now, ``{"what", "owner"}`` (``held_rows`` reads them), with
+    ``"heartbeat"`` (the time the holder last renewed it) and ``"progress"`` (a number that grows
+    as the holder moves the unit on) where the claim has them: the drill watches that a holder
+    never moves its unit on without renewing the heartbeat (drill/claims_watch.py); ``store``: an
+    open store to read on (the watch keeps one) instead of a connection of its own;
     a worker the drill started reads it after its run ended and must find none under its
     own owner id (drill/witness.py, check ``held_after_exit``).
 ``stored_history(ctx) -> dict`` (optional, read-only)
@@ -162,14 +166,18 @@ def run_worker(ctx: Context, make_worker: Callable[[Any, ExternalService], Any],
 
 
 def held_rows(ctx: Context, open_store: Callable[[Context], Any], sql: str, what: str,
-              params: tuple[Any, ...] = ()) -> list[dict[str, str]]:
-    """The body of a strategy's ``held_claims``: each row (``id``, ``owner``) of ``sql`` as
-    ``{"what": "<what> <id>", "owner"}``, read on a connection of its own (read-only)."""
-    store = open_store(ctx)
+              params: tuple[Any, ...] = (), store: Any = None) -> list[dict[str, Any]]:
+    """The body of a strategy's ``held_claims``: each row (``id``, ``owner``, and ``heartbeat`` and
+    ``progress`` when ``sql`` selects them) as ``{"what": "<what> <id>", "owner", ...}``, read on
+    ``store``, else on a connection of its own (read-only)."""
+    own = store is None
+    store = open_store(ctx) if own else store
     try:
-        return [{"what": f"{what} {row['id']}", "owner": row["owner"]} for row in store.all(sql, params)]
+        return [{"what": f"{what} {row['id']}", **{k: v for k, v in row.items() if k != "id"}}
+                for row in store.all(sql, params)]
     finally:
-        store.close()
+        if own:
+            store.close()
 
 
 REQUIRED = ("NAME", "MULTI_WORKER", "STORE_TABLES", "submit", "run", "status", "expected_effects", "REDONE_CALLS_PER_KILL",

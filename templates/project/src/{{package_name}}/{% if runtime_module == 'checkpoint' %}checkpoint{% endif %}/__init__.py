@@ -181,10 +181,10 @@ def stored_results(ctx: Context) -> list[tuple[str, Any]]:
         store.close()
 
 
-def held_claims(ctx: Context) -> list[dict[str, str]]:
+def held_claims(ctx: Context, store: Any = None) -> list[dict[str, Any]]:
     """Read-only, for the drill: every claim held right now, ``{"what", "owner"}`` (a worker
     that stopped must hold none: drill/witness.py reads this after each run ends)."""
-    return held_rows(ctx, open_store, SELECT_HELD, "task")
+    return held_rows(ctx, open_store, SELECT_HELD, "task", store=store)
 
 
 def stored_final_states(ctx: Context) -> list[dict[str, Any]]:

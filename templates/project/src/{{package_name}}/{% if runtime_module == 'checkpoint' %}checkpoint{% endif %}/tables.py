@@ -131,7 +131,10 @@ SELECT_RESULTS = "SELECT record_id, output FROM results ORDER BY task_id, seq"
 SELECT_FINAL_STATES = """
 SELECT t.task_id, i.payload, t.checkpoint_data FROM tasks t LEFT JOIN task_inputs i ON i.task_id = t.task_id
 ORDER BY t.created_at, t.task_id"""
-SELECT_HELD = "SELECT task_id AS id, owner FROM tasks WHERE status = 'running' ORDER BY task_id"
+#: The claims held, with their heartbeat and how far their holder has moved them on (the drill watches both).
+SELECT_HELD = """
+SELECT task_id AS id, owner, updated_at AS heartbeat, processed_offset AS progress FROM tasks
+WHERE status = 'running' ORDER BY task_id"""
 
 
 def open_store(ctx: Context, *, create: bool = False) -> Store:

@@ -308,12 +308,17 @@ def stored_history(ctx: Context) -> dict[str, Any]:
 
 
 @outages_unavailable
-def held_claims(ctx: Context) -> list[dict[str, str]]:
-    """Read-only, for the drill: the subscribers' leases held right now, ``{"what", "owner"}``
-    (a worker that stopped must hold none: drill/witness.py reads this after each run ends)."""
-    store = open_store(ctx)
+def held_claims(ctx: Context, store: Any = None) -> list[dict[str, Any]]:
+    """Read-only, for the drill: the subscribers' leases held right now, ``{"what", "owner",
+    "heartbeat", "progress"}`` (its position), read on ``store`` or a connection of its own (a
+    worker that stopped must hold none: drill/witness.py reads this after each run ends)."""
+    own = store is None
+    store = open_store(ctx) if own else store
     try:
-        return [{"what": f"the {row['name']} subscriber's lease", "owner": row["owner"]}
-                for row in store.all("SELECT name, owner FROM es_subscribers WHERE owner IS NOT NULL ORDER BY name")]
+        return [{"what": f"the {row['name']} subscriber's lease", "owner": row["owner"],
+                 "heartbeat": row["heartbeat"], "progress": row["position"]}
+                for row in store.all("SELECT name, owner, heartbeat, position FROM es_subscribers"
+                                     " WHERE owner IS NOT NULL ORDER BY name")]
     finally:
-        store.close()
+        if own:
+            store.close()

@@ -240,10 +240,10 @@ def stored_history(ctx: Context) -> dict[str, Any]:
                         for o in orders]}
 
 
-def held_claims(ctx: Context) -> list[dict[str, str]]:
+def held_claims(ctx: Context, store: Any = None) -> list[dict[str, Any]]:
     """Read-only, for the drill: every order held right now, ``{"what", "owner"}`` (a worker
     that stopped must hold none: drill/witness.py reads this after each run ends)."""
-    return held_rows(ctx, open_store, SELECT_HELD_ORDERS, "order", ACTIVE_STATES)
+    return held_rows(ctx, open_store, SELECT_HELD_ORDERS, "order", ACTIVE_STATES, store=store)
 
 
 # ------------------------------------------------------------------ queue input

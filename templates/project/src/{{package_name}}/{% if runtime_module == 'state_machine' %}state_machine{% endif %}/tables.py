@@ -93,7 +93,7 @@ SELECT_RESULTS = """
 SELECT order_id, response FROM step_log WHERE step = ? AND status = 'confirmed' ORDER BY order_id"""
 SELECT_VERSIONS = "SELECT order_id, state, version FROM orders ORDER BY order_id"
 SELECT_HELD_ORDERS = f"""
-SELECT order_id AS id, owner FROM orders
+SELECT order_id AS id, owner, updated_at AS heartbeat, version AS progress FROM orders
 WHERE owner IS NOT NULL AND state IN ({", ".join("?" * len(ACTIVE_STATES))}) ORDER BY order_id"""
 SELECT_ALL_TRANSITIONS = "SELECT order_id, seq, event, from_state, to_state FROM transitions ORDER BY order_id, seq"
 SELECT_ALL_STEPS = "SELECT order_id, step, status FROM step_log ORDER BY order_id, step"
