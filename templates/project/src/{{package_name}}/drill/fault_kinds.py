@@ -100,7 +100,9 @@ KINDS: dict[str, str] = {
                     "directory refuses the second at once, without a call",
     "rebuild": "after the run, the projection rebuilt from the events with every worker stopped (an operator "
                "fixing a read model), then new input and a last run: the rebuild calls nothing and leaves the other "
-               "subscribers where they were, so the last run sends only the new work",
+               "subscribers where they were, so the last run sends only the new work; then rebuilds killed "
+               "before their 2nd and 3rd writes, each followed by new input, a run and a whole rebuild: a killed "
+               "rebuild leaves a consistent, shorter projection that the run completes",
     "power-loss": "reserved: a kill that also drops every write not fsynced (the power-loss drill)",
 }
 #: The kinds a default drill draws (power-loss is the power-loss drill's own).

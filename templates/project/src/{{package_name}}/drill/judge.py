@@ -59,6 +59,14 @@ def start_oracles(data_dir: Path, records: list[dict[str, Any]], seed: int, env:
     return [start_oracle(data_dir, "a", None, 0.0, env), start_oracle(data_dir, "b", seed, ORACLE_CLOCK_SHIFT_S, env)]
 
 
+def stop_oracles(procs: list[subprocess.Popen[bytes]]) -> None:
+    """Oracle runs nobody will read (the drill stopped, or its input grew): killed and reaped."""
+    for p in procs:
+        if p.poll() is None:
+            p.kill()
+            p.wait()
+
+
 def _oracle_result(data_dir: Path, proc: subprocess.Popen[bytes], name: str) -> dict[str, Any]:
     try:
         code = proc.wait(timeout=ORACLE_TIMEOUT_S)

@@ -13,7 +13,6 @@ as the last workers leave is done by one more run, as the user's next run would 
 from __future__ import annotations
 
 import signal
-import subprocess
 import time
 from collections.abc import Callable
 from dataclasses import replace
@@ -32,10 +31,10 @@ from .claims_watch import ClaimsWatch
 from .crashed_submit import crash_a_submit
 from .durability import Probe
 from .history import History
-from .judge import PROBE_DIR, judge, start_oracles
+from .judge import PROBE_DIR, judge, start_oracles, stop_oracles
 from .nemesis import KILLS, Nemesis
 from .preflight import check_hosts, fresh_data_dir, refuse_a_held_workload
-from .rebuilder import rebuild
+from .rebuilder import KILLED_AT, rebuild
 from .reconciler import Operator
 from .progress import POLL_S, Progress
 from .report_data import aimed_windows, build_report, signal_name
@@ -147,7 +146,7 @@ class Drill:
                 if event["kind"] == "rebuild":
                     self._rebuild(event)
         except BaseException:
-            _stop(self.oracles)  # the drill itself was stopped: nobody will read the oracle
+            stop_oracles(self.oracles)  # the drill itself was stopped: nobody will read the oracle
             raise
         finally:
             self.watch.close()
@@ -242,12 +241,21 @@ class Drill:
 
     def _rebuild(self, event: dict[str, Any]) -> None:
         """Every worker ended: an operator rebuilds the projection (rebuilder.py), new input arrives,
-        and the job runs once more (checks/rebuild.py)."""
-        done = self.progress.applied()
-        outcome = rebuild(self.drill_ctx, self.progress)
-        added = self.add_work(event["count"], f"after-rebuild-{event['n']}") if outcome["code"] == 0 else None
+        and the job runs once more (checks/rebuild.py); then, at each of KILLED_AT, a rebuild killed
+        mid-way, new input and the job's run on what it left, and a whole rebuild that compares."""
+        self._rebuild_once(event, None, then_run=True)
+        for point in KILLED_AT:
+            self._rebuild_once(event, point, then_run=True)
+            self._rebuild_once(event, None, then_run=False)
+
+    def _rebuild_once(self, event: dict[str, Any], killed_at: int | None, *, then_run: bool) -> None:
+        done, first = self.progress.applied(), not any(o.get("kind") == "rebuild" for o in self.history.ops)
+        outcome = rebuild(self.drill_ctx, self.progress, killed_at)
+        ran = outcome["code"] == 0 or (killed_at is not None and outcome["code"] == -9)
+        added = self.add_work(event["count"], f"after-rebuild-{event['n']}-{len(self.records)}") if then_run and ran else None
         self.history.add("fault", event=event["n"], kind="rebuild", done=done, records=len(added or []), **outcome)
-        self.tally.injected(event, outcome, self.emit, self.t, done)
+        if first:  # one fault of the schedule, however many rebuilds it runs
+            self.tally.injected(event, outcome, self.emit, self.t, done)
         if added:
             self._start_every_slot(self.progress.applied())
             self._loop()
@@ -366,7 +374,7 @@ class Drill:
             submission.queue(self.drill_ctx, extra, correlation_id=f"drill-{label}", work_ms=self.schedule.work_ms)
         self.records = self.records + extra
         self.nemesis.records = self.records  # a resubmission may pick from the new work too
-        _stop(self.oracles)
+        stop_oracles(self.oracles)
         self.oracles = start_oracles(self.drill_ctx.data_dir, self.records, self.schedule.seed, worker_env())  # the whole input
         return extra
 
@@ -380,13 +388,6 @@ class Drill:
     def _expected_count(self) -> int:
         """What must happen: the input x the steps job.py declares (never the strategy's say-so)."""
         return len(self.records) * len(job.STEPS)
-
-
-def _stop(procs: list[subprocess.Popen[bytes]]) -> None:
-    for p in procs:
-        if p.poll() is None:
-            p.kill()
-            p.wait()
 
 
 def _probe_dir(data_dir: Path) -> Path:
