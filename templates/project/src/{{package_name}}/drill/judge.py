@@ -17,7 +17,7 @@ from .. import job
 from .. import settings as settings_module
 from ..runtime import effects
 from ..runtime.external import applied_effects
-from ..runtime.service_log import a_redone_call, redone_by_process, resent_from
+from ..runtime.service_log import a_redone_call, redone_by_process, resends, resent_from
 from ..runtime.strategy import Context
 from ..runtime.strategy import load as load_strategy
 from ..settings import Settings
@@ -144,6 +144,7 @@ def judge(ctx: Context, settings: Settings, data_dir: Path, report: dict[str, An
     ops = read_history(Path(report["history"])) if report.get("history") else []
     if ops:  # the fault schedule's runs (a sweep's segments keep none)
         failures += second_start.check(ops) + rebuild.check(ops) + claims.check(ops, float(settings.lease_s))
+        failures += claims.check_taken(ops, resends(data_dir), float(settings.lease_s))
     failures += verdict.check_run(report, promise=strategy.REDONE_CALLS_PER_KILL,
                                   redone_example=a_redone_call(data_dir) if report["redone_calls"] else None,
                                   failed_task=failed_task, log_path=str(data_dir / "drill-workers.log"),

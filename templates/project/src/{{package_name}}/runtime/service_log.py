@@ -5,6 +5,7 @@ applied twice. The service itself, its schema and ``verify``: external.py."""
 from __future__ import annotations
 
 from pathlib import Path
+from typing import NamedTuple
 
 from .external import log_rows
 
@@ -64,22 +65,50 @@ def applications(data_dir: Path, record_ids: list[str], until: int | None = None
     return found
 
 
-def resent_from(data_dir: Path) -> dict[int, dict[int, int]]:
-    """For each process, the processes whose calls it sent again (the same key, or keyless the same
-    record and step; refused calls left out), each with how many effects the service had applied
-    before the first such re-send (the drill's ``done`` at that moment): whose units it took over,
-    and when."""
-    rows = log_rows(data_dir, "SELECT COALESCE(idempotency_key, record_id || '/' || step), pid, outcome FROM calls"
-                               " WHERE kind = 'apply' AND outcome != 'failed' ORDER BY rowid")
-    last: dict[str, int] = {}
-    found: dict[int, dict[int, int]] = {}
+class Resend(NamedTuple):
+    """A call sent again by another process than the one that sent it last (refused calls left out)."""
+
+    key: str  # the call's key, or keyless its record and step
+    record_id: str
+    pid: int  # who sent it again, and when (the service's clock)
+    at: float
+    applied: int  # effects the service had applied before it (the drill's ``done`` at that moment)
+    before: int  # who had sent it last, that call's outcome, and that process's last call of any kind before
+    before_outcome: str
+    before_last_call_at: float
+    before_applied: int  # effects the service had applied before that call
+    before_called_after: bool = False  # that process made a call (any) after this re-send: it was alive
+
+
+def resends(data_dir: Path) -> list[Resend]:
+    """Every call sent again by a process other than its last sender, in the service's order: who
+    took over whose unit, when, and whether the one before was still calling."""
+    rows = log_rows(data_dir, "SELECT COALESCE(idempotency_key, record_id || '/' || step), record_id, pid, outcome,"
+                               " at, kind FROM calls ORDER BY rowid")
+    last: dict[str, tuple[int, str, int]] = {}
+    last_call: dict[int, float] = {}  # every call counts here: a refused one or a lookup is a sign of life too
+    found: list[Resend] = []
     applied = 0
-    for key, pid, outcome in rows:
+    for key, record_id, pid, outcome, at, kind in rows:
+        if kind != "apply" or outcome == "failed":
+            last_call[int(pid)] = float(at)
+            continue
         before = last.get(key)
-        if before is not None and before != pid:
-            found.setdefault(int(pid), {}).setdefault(before, applied)
-        last[key] = int(pid)
+        if before is not None and before[0] != pid:
+            found.append(Resend(key, record_id, int(pid), float(at), applied, before[0], before[1],
+                                last_call.get(before[0], 0.0), before[2]))
+        last[key] = (int(pid), outcome, applied)
+        last_call[int(pid)] = float(at)
         applied += outcome in ("applied", "timeout")
+    return [r._replace(before_called_after=last_call.get(r.before, 0.0) > r.at) for r in found]
+
+
+def resent_from(data_dir: Path) -> dict[int, dict[int, int]]:
+    """For each process, the processes whose calls it sent again, each with how many effects the
+    service had applied before the first such re-send: whose units it took over, and when."""
+    found: dict[int, dict[int, int]] = {}
+    for r in resends(data_dir):
+        found.setdefault(r.pid, {}).setdefault(r.before, r.applied)
     return found
 
 

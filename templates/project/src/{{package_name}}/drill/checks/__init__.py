@@ -9,7 +9,12 @@ history the run left, each knowing nothing of how its faults were made.
   committed (``acked_uncommitted``);
 * ``resubmission.py`` — what only the fault schedule can show: input submitted again
   answered as promised (``resubmission``), a reused key with a new request refused
-  (``key_reuse``).
+  (``key_reuse``);
+* ``claims.py``  — claims between living workers: a holder that moves its unit on under one
+  heartbeat (``heartbeat_kept``, from the drill's watch), a unit taken from a holder that was
+  still working (``taken_while_held``, from the service's log);
+* ``rebuild.py``, ``second_start.py`` — an operator's rebuild, whole or killed mid-way
+  (``rebuild``); the job started twice on one worker's data directory (``second_start``).
 
 Each returns ``verdict.Failure`` dicts; judge.py gathers their inputs.
 """
