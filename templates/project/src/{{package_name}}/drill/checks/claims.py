@@ -49,10 +49,16 @@ def check_taken(ops: list[dict[str, Any]], resends: list[Resend], lease_s: float
     starts = [o.get("done", 0) for o in ops if o.get("kind") == "store-outage" and o.get("phase") == "start"]
     ends = [o.get("done", 0) for o in ops if o.get("kind") == "store-outage" and o.get("phase") == "end"]
     outages = list(zip(starts, ends + [2 ** 62] * (len(starts) - len(ends))))
-    taken = [r for r in resends if r.pid in workers and r.before in workers and r.record_id not in again
-             and r.before_outcome != "timeout" and r.before_called_after and r.at - r.before_last_call_at <= lease_s
-             and not any(r.before_applied <= end + OUTAGE_SLACK and start - OUTAGE_SLACK <= r.applied
-                         for start, end in outages)]
+
+    def unexplained(r: Resend) -> bool:
+        return (r.pid in workers and r.before in workers  # two drilled workers (not the drill, not an operator)
+                and r.record_id not in again  # not a record the drill submitted again
+                and r.before_outcome != "timeout"  # the first send was answered: nothing in doubt
+                and r.before_called_after and r.at - r.before_last_call_at <= lease_s  # its sender kept working
+                and not any(r.before_applied <= end + OUTAGE_SLACK and start - OUTAGE_SLACK <= r.applied
+                            for start, end in outages))  # no store outage between the two sends
+
+    taken = [r for r in resends if unexplained(r)]
     if not taken:
         return []
     first = taken[0]
