@@ -49,7 +49,8 @@ class Resubmitting:
             except TransientError:
                 return None  # the broker is away (restarting): later
             self.history.add("submit", event=event["n"], correlation_id=",".join(published), records=len(chunk),
-                             outcome="published", same=True, message=None, done=done)
+                             outcome="published", same=True, message=None, done=done,
+                             same_ids=[str(r["record_id"]) for r in chunk])
             self.last_queued = (time.monotonic(), len(chunk))
             return {"outcome": "published"}
         return self._submit(event, chunk, self.input_id, done, same=True)
@@ -123,8 +124,11 @@ class Resubmitting:
             return None  # not an answer: the store is away (an outage); later
         except JobError as exc:
             outcome, message = "refused", str(exc)
-        done_again = {} if same else {"record_ids": [str(r["record_id"]) for r in chunk], "calls_before": calls_before,
-                                      **({"pending": True} if pending else {})}
+        # A same-id resubmission's records are named apart (same_ids): the resubmission's figures read
+        # record_ids only for a new correlation id; claims.py leaves both kinds to `resubmission`.
+        done_again = {"same_ids": [str(r["record_id"]) for r in chunk]} if same else {
+            "record_ids": [str(r["record_id"]) for r in chunk], "calls_before": calls_before,
+            **({"pending": True} if pending else {})}
         self.history.add("submit", event=event["n"], correlation_id=correlation_id, records=len(chunk),
                          first=str(chunk[0]["record_id"]), same=same, outcome=outcome, message=message, done=done,
                          **done_again)

@@ -34,7 +34,8 @@ def check(ops: list[dict[str, Any]], lease_s: float) -> list[Failure]:
     names = ", ".join(o["what"] for o in seen[:EXAMPLES]) + (", ..." if len(seen) > EXAMPLES else "")
     return [failure("heartbeat_kept", f"{len(seen)} claimed unit(s) moved on by their holder without renewing its "
                                       f"heartbeat ({names}; e.g. {first['what']} went from {first['progress'][0]} to "
-                                      f"{first['progress'][1]} in {first['moves']} moves with its heartbeat still at {first['heartbeat']}): a unit "
+                                      f"{first['progress'][1]} in {first['moves']} moves with its heartbeat still at "
+                                      f"{first['heartbeat']}): a unit "
                                       f"that outlasts the lease ({lease_s:g} s) is then taken from a living worker and "
                                       "its calls sent twice; renew the heartbeat in the write that moves the unit on")]
 
@@ -45,7 +46,8 @@ OUTAGE_SLACK = 5
 
 def check_taken(ops: list[dict[str, Any]], resends: list[Resend], lease_s: float) -> list[Failure]:
     workers = {o["pid"] for o in ops if o.get("op") == "spawn"}
-    again = {str(r) for o in ops if o.get("op") == "submit" for r in o.get("record_ids") or []}
+    again = {str(r) for o in ops if o.get("op") == "submit"
+             for r in (o.get("record_ids") or []) + (o.get("same_ids") or [])}
     starts = [o.get("done", 0) for o in ops if o.get("kind") == "store-outage" and o.get("phase") == "start"]
     ends = [o.get("done", 0) for o in ops if o.get("kind") == "store-outage" and o.get("phase") == "end"]
     outages = list(zip(starts, ends + [2 ** 62] * (len(starts) - len(ends))))
