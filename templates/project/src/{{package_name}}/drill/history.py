@@ -76,6 +76,19 @@ def stopped(op: dict[str, Any]) -> bool:
     return op.get("by") in ("drill", "self") or bool(op.get("code"))
 
 
+#: Effects either side of a store outage (the runner reads ``done`` around it) that it still covers.
+OUTAGE_SLACK = 5
+
+
+def outages_between(ops: list[dict[str, Any]], first: int, second: int) -> bool:
+    """Did a store outage of the run come between two moments (effects applied, as ``done`` counts
+    them)? A worker cut off from its store may lose its claim: what it sent may be sent again."""
+    faults = [o for o in of(ops, "fault") if o.get("kind") == "store-outage"]
+    ends = {o.get("event"): o.get("done", 2 ** 62) for o in faults if o.get("phase") == "end"}
+    return any(o.get("done", 0) - OUTAGE_SLACK <= second and first <= ends.get(o.get("event"), 2 ** 62) + OUTAGE_SLACK
+               for o in faults if o.get("phase") == "start")
+
+
 #: The runner reads ``done`` just before it stops a worker; a re-send this many effects earlier may
 #: still have come after the stop.
 STOP_SLACK = 3

@@ -127,26 +127,18 @@ def resubmission(op: dict[str, Any], data_dir: Path, until: int | None = None,
     return found
 
 
-#: The runner reads ``done`` a moment apart from the effects it counts: a store outage's window is
-#: widened by this many effects on each side.
-OUTAGE_SLACK = 5
-
-
 def beside_a_live_sender(sends: dict[str, list[tuple[int, int, str]]], ops: list[dict[str, Any]]) -> list[str]:
     """The records the service applied a second time while nothing could make the second send a
     re-send in doubt: the first caller was never killed, stopped or crashed, its call did not time
     out, and no store outage came between the two (a caller cut off from its store may lose its
     claim). What is left is a second task of the same record run beside (or after) the first."""
     stopped = {o["pid"] for o in history_module.of(ops, "exit") if history_module.stopped(o)}
-    faults = [o for o in history_module.of(ops, "fault") if o.get("kind") == "store-outage"]
-    ends = {o["event"]: o.get("done", math.inf) for o in faults if o.get("phase") == "end"}
-    outages = [(o.get("done", 0), ends.get(o["event"], math.inf)) for o in faults if o.get("phase") == "start"]
     found = []
     for rid, applied in sorted(sends.items()):
         for (first, pid, outcome), (second, other, _) in zip(applied, applied[1:]):
             if outcome == "timeout" or pid in stopped:
                 continue
-            if any(began - OUTAGE_SLACK <= second and first <= ended + OUTAGE_SLACK for began, ended in outages):
+            if history_module.outages_between(ops, first, second):
                 continue
             found.append(f"record {rid}: effect #{first} by pid {pid}, #{second} by pid {other}")
             break

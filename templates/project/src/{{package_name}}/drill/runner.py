@@ -243,16 +243,18 @@ class Drill:
         """Every worker ended: an operator rebuilds the projection (rebuilder.py), new input arrives,
         and the job runs once more (checks/rebuild.py); then, at each of KILLED_AT, a rebuild killed
         mid-way, new input and the job's run on what it left, and a whole rebuild that compares."""
-        self._rebuild_once(event, None, then_run=True)
+        self._rebuild_once(event, None, then_run=True, first=True)
         for point in KILLED_AT:
             self._rebuild_once(event, point, then_run=True)
             self._rebuild_once(event, None, then_run=False)
 
-    def _rebuild_once(self, event: dict[str, Any], killed_at: int | None, *, then_run: bool) -> None:
-        done, first = self.progress.applied(), not any(o.get("kind") == "rebuild" for o in self.history.ops)
+    def _rebuild_once(self, event: dict[str, Any], killed_at: int | None, *, then_run: bool,
+                      first: bool = False) -> None:
+        done = self.progress.applied()
         outcome = rebuild(self.drill_ctx, self.progress, killed_at)
         ran = outcome["code"] == 0 or (killed_at is not None and outcome["code"] == -9)
-        added = self.add_work(event["count"], f"after-rebuild-{event['n']}-{len(self.records)}") if then_run and ran else None
+        label = f"after-rebuild-{event['n']}-{len(self.records)}"
+        added = self.add_work(event["count"], label) if then_run and ran else None
         self.history.add("fault", event=event["n"], kind="rebuild", done=done, records=len(added or []), **outcome)
         if first:  # one fault of the schedule, however many rebuilds it runs
             self.tally.injected(event, outcome, self.emit, self.t, done)
@@ -375,7 +377,8 @@ class Drill:
         self.records = self.records + extra
         self.nemesis.records = self.records  # a resubmission may pick from the new work too
         stop_oracles(self.oracles)
-        self.oracles = start_oracles(self.drill_ctx.data_dir, self.records, self.schedule.seed, worker_env())  # the whole input
+        # the oracle sees the whole input
+        self.oracles = start_oracles(self.drill_ctx.data_dir, self.records, self.schedule.seed, worker_env())
         return extra
 
     def _start_every_slot(self, done: int, *, home: bool = True) -> None:

@@ -20,6 +20,7 @@ from __future__ import annotations
 from typing import Any
 
 from ...runtime.service_log import Resend
+from ..history import outages_between
 from ..verdict import Failure, failure
 
 #: Units named in the message (the count is exact).
@@ -40,25 +41,18 @@ def check(ops: list[dict[str, Any]], lease_s: float) -> list[Failure]:
                                       "its calls sent twice; renew the heartbeat in the write that moves the unit on")]
 
 
-#: Effects either side of a store outage (the runner reads ``done`` around it) that it excuses.
-OUTAGE_SLACK = 5
-
 
 def check_taken(ops: list[dict[str, Any]], resends: list[Resend], lease_s: float) -> list[Failure]:
     workers = {o["pid"] for o in ops if o.get("op") == "spawn"}
     again = {str(r) for o in ops if o.get("op") == "submit"
              for r in (o.get("record_ids") or []) + (o.get("same_ids") or [])}
-    starts = [o.get("done", 0) for o in ops if o.get("kind") == "store-outage" and o.get("phase") == "start"]
-    ends = [o.get("done", 0) for o in ops if o.get("kind") == "store-outage" and o.get("phase") == "end"]
-    outages = list(zip(starts, ends + [2 ** 62] * (len(starts) - len(ends))))
 
     def unexplained(r: Resend) -> bool:
         return (r.pid in workers and r.before in workers  # two drilled workers (not the drill, not an operator)
                 and r.record_id not in again  # not a record the drill submitted again
                 and r.before_outcome != "timeout"  # the first send was answered: nothing in doubt
                 and r.before_called_after and r.at - r.before_last_call_at <= lease_s  # its sender kept working
-                and not any(r.before_applied <= end + OUTAGE_SLACK and start - OUTAGE_SLACK <= r.applied
-                            for start, end in outages))  # no store outage between the two sends
+                and not outages_between(ops, r.before_applied, r.applied))  # no store outage between the sends
 
     taken = [r for r in resends if unexplained(r)]
     if not taken:
