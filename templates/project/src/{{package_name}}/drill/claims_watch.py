@@ -5,7 +5,9 @@ worker takes the unit over once the heartbeat is older than the lease. A holder 
 unit on (a checkpoint's offset, an order's next transition, a subscriber's position) without
 renewing the heartbeat looks silent while it works: the first unit that outlasts the lease is
 taken from a living worker, and both send its calls. A drill's units are short (kills come every
-few seconds), so that takeover rarely happens here; the missing renewal shows sooner. Several
+few seconds), so that takeover rarely happens here; the missing renewal shows sooner (a unit
+that ends between two readings cannot show it: the ``service-slow`` fault slows every call for a
+while, so units of several steps are read mid-flight). Several
 times a second the watch reads the strategy's ``held_claims`` (runtime/strategy.py) on a
 connection of its own and compares each claim with the reading before: the same holder, more
 progress, the very same heartbeat is a move without a renewal. A design may renew the heartbeat in

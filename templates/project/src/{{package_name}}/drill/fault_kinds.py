@@ -18,6 +18,8 @@ the report says why not). schedule.py draws them into a plan; an event's fields,
                      hold (optional): its first refusal answered only once the after-refusal stop
                      was sent
     service-timeout  calls: the service applies the next N calls, then times out
+    service-slow     seconds, late_ms: for that long every call is applied at once and answered
+                     late_ms late (a slow downstream): units take longer, mid-flight
     resubmit-same    first, count: input[first:first+count] submitted again under the
                      input's correlation id (or, queue input, published again)
     resubmit-new     count: that many records already done, under a new correlation id;
@@ -73,6 +75,8 @@ KINDS: dict[str, str] = {
                  "ran out (the drill waits, starting the job again there if every worker had left) it is taken over",
     "service-fail": "the external service refuses a few calls before applying them: the job retries",
     "service-timeout": "the external service applies a few calls, then times out: the job cannot tell (in doubt)",
+    "service-slow": "the external service answers every call late for a few seconds (a slow downstream): units "
+                    "take longer, and a holder must keep its claim alive while its unit moves on",
     "resubmit-same": "part of the input submitted again under its correlation id (a producer retrying, a broker "
                      "redelivering): nothing queued twice",
     "resubmit-new": "records already done submitted again under a new correlation id: refused, or deduped by "

@@ -260,6 +260,17 @@ class Nemesis(Resubmitting):
     def _service_timeout(self, event: dict[str, Any], done: int) -> dict[str, Any] | None:
         return self._service(event, done, timeout=event["calls"])
 
+    def _service_slow(self, event: dict[str, Any], done: int) -> dict[str, Any] | None:
+        """A slow downstream: for the event's seconds, every call answered late_ms late."""
+        service = ExternalService(self.ctx.data_dir)
+        try:
+            service.answer_late(event["seconds"], event["late_ms"] / 1000)
+        finally:
+            service.close()
+        outcome = {"seconds": event["seconds"], "late_ms": event["late_ms"]}
+        self.history.add("fault", event=event["n"], kind=event["kind"], done=done, **outcome)
+        return outcome
+
     def _scale_out(self, event: dict[str, Any], done: int) -> dict[str, Any] | None:
         """One more worker beside the running ones (an autoscaler's replica, a deploy's new pod):
         from now on live workers share the work, and each unit must still be done by one of them."""

@@ -103,6 +103,13 @@ FIRST_CALL = "call:1"
 #: New work arriving while the workers run lands between these fractions of the expected effects.
 NEW_INPUT_AT = (0.15, 0.6)
 LATE_RESUBMIT_BY = 0.97
+#: The slow stretch of the service (service-slow) starts between these fractions of the expected
+#: effects and lasts SLOW_FOR_S, every call answered SLOW_LATE_MS late: long enough for the claims
+#: watch (claims_watch.py) to see units mid-flight several times over (an order's next step, a
+#: batch's next offset), short enough to cost a drill about that many seconds.
+SLOW_AT = (0.1, 0.6)
+SLOW_FOR_S = 2.0
+SLOW_LATE_MS = 250
 #: Where records are deduplicated by their business key (RESUBMITTED_RECORD "deduped") and two
 #: workers share the work, the records not done yet are resubmitted under a new correlation id,
 #: the last queued first (between these fractions of the expected effects): the input's last task
@@ -261,6 +268,9 @@ def plan(strategy: Any, settings: Any, *, seed: int, records: int, kills: int, w
         events.append({"kind": "new-input", "at": round(drawn.uniform(*NEW_INPUT_AT), 4), "count": added})
     if "second-start" in usable:  # its own generator; early: the second needs the first still running once it is up
         events.append({"kind": "second-start", "at": round(random.Random(f"{seed}:second").uniform(0.1, 0.5), 4)})
+    if "service-slow" in usable:  # its own generator: the other events stay as they were
+        events.append({"kind": "service-slow", "at": round(random.Random(f"{seed}:slow").uniform(*SLOW_AT), 4),
+                       "seconds": SLOW_FOR_S, "late_ms": SLOW_LATE_MS})
     if "rebuild" in usable:  # after the workers end (after a reconcile): no draw, the other events stay as they were
         events.append({"kind": "rebuild", "count": added})
     events += final
@@ -357,6 +367,7 @@ def describe(event: dict[str, Any]) -> str:
         "after the workers end" if event["kind"] in FINAL_KINDS else "before the workers start")
     extra = {"service-fail": lambda e: f"{e['calls']} call(s) refused",
              "service-timeout": lambda e: f"{e['calls']} call(s) applied, then timed out",
+             "service-slow": lambda e: f"every call answered {e['late_ms']} ms late for {e['seconds']:g} s",
              "resubmit-same": lambda e: f"{e['count']} record(s) under the same correlation id",
              "resubmit-new": lambda e: (f"{e['count']} record(s) not done yet, the last queued first, under a new "
                                         "correlation id" if e.get("pending") else

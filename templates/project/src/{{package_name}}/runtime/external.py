@@ -37,6 +37,8 @@ burst's first refusal is answered slowly, as a service that is down answers afte
 timeout: logged at once, raised only once the drill has stopped that worker
 (``release_hold``), so the stop meets the refusal on every machine, however loaded.
 ``answer_slowly(record_id, seconds)``: that record's next call is applied and answered late.
+``answer_late(seconds, late_s)``: for the next ``seconds``, every call is applied and answered
+``late_s`` late (a slow downstream: its callers' units take that much longer).
 
 Every request is logged in ``calls``; every applied effect in
 ``effects(record_id, step, idempotency_key, applied_at)``. Verify any run with::
@@ -132,9 +134,11 @@ TAKE_HOLD = "UPDATE config SET value = 'held' WHERE name = 'hold_refusal' AND va
 SELECT_HOLD = "SELECT value FROM config WHERE name = 'hold_refusal'"
 #: A held refusal is raised after this long at most, released or not (a drill that died meanwhile).
 HOLD_MAX_S = 10.0
-#: A call the drill asked to be answered slowly (``answer_slowly``): its config row, by record.
-SELECT_SLOW = "SELECT value FROM config WHERE name = ?"
+#: A call the drill asked to be answered slowly (``answer_slowly``: its config row, by record), and
+#: the slow stretch (``answer_late``: until when, how late), read in one query per call.
+SELECT_SLOW = "SELECT name, value FROM config WHERE name IN (?, 'slow_until', 'slow_answer')"
 TAKE_SLOW = "DELETE FROM config WHERE name = ?"
+SET_CONFIG = "INSERT OR REPLACE INTO config (name, value) VALUES (?, ?)"
 SELECT_LAST_APPLY = "SELECT outcome FROM calls WHERE kind = 'apply' ORDER BY rowid DESC LIMIT 1"
 
 
@@ -195,8 +199,14 @@ class ExternalService:
         """The drill's nemesis: the next call for ``record_id`` is applied at once and answered only
         ``seconds`` later (HOLD_MAX_S at most), as a loaded service or a slow network answers: its
         caller holds that call in flight all the while. Seen by every process of this service."""
-        self.conn.execute("INSERT OR REPLACE INTO config (name, value) VALUES (?, ?)",
-                          (f"slow:{record_id}", str(float(seconds))))
+        self.conn.execute(SET_CONFIG, (f"slow:{record_id}", str(float(seconds))))
+
+    def answer_late(self, seconds: float, late_s: float) -> None:
+        """The drill's nemesis: for the next ``seconds`` (wall clock, seen by every process of this
+        service), every call is applied at once and answered ``late_s`` late (HOLD_MAX_S at most), as
+        a slow downstream answers: the units that call it take that much longer, mid-flight."""
+        self.conn.execute(SET_CONFIG, ("slow_answer", str(float(late_s))))
+        self.conn.execute(SET_CONFIG, ("slow_until", str(time.time() + float(seconds))))
 
     def release_hold(self) -> None:
         """The held refusal, if any, is answered now (and a hold not yet taken is dropped)."""
@@ -239,9 +249,7 @@ class ExternalService:
             first = self.conn.execute(SELECT_EFFECT_BY_KEY, (key,)).fetchone() \
                 if self.kind == "idempotent" and key is not None else None
             seen = first is not None
-            slow = self.conn.execute(SELECT_SLOW, (f"slow:{record_id}",)).fetchone()
-            if slow is not None:
-                self.conn.execute(TAKE_SLOW, (f"slow:{record_id}",))
+            late = self._answer_delay(record_id, now)
             if not seen:
                 self.conn.execute(INSERT_EFFECT, (record_id, step, key, now, json.dumps(payload)))
             outcome = "duplicate" if seen else "applied"
@@ -252,13 +260,24 @@ class ExternalService:
                 self.conn.execute("ROLLBACK")
             raise
         self.conn.execute("COMMIT")
-        if slow is not None:  # applied; the answer comes late (outside the transaction: others go on)
-            time.sleep(min(float(slow[0]), HOLD_MAX_S))
+        if late:  # applied; the answer comes late (outside the transaction: others go on)
+            time.sleep(min(late, HOLD_MAX_S))
         if fault == "timeout_next":  # applied, but the answer never reaches the caller
             raise InDoubt(f"external service timed out after the call for {record_id} was sent (drill)")
         if first is not None:  # a duplicate is answered as the first request was (its reference)
             return answer(outcome, first[0], first[1], _payload(first[4]), idempotency_key=key)
         return answer(outcome, record_id, step, payload, idempotency_key=key)
+
+    def _answer_delay(self, record_id: str, now: float) -> float:
+        """Inside the call's transaction: how late this call is answered (seconds; 0: at once). A
+        record's own slow answer is taken (it was for one call); the slow stretch lasts its time."""
+        config = dict(self.conn.execute(SELECT_SLOW, (f"slow:{record_id}",)).fetchall())
+        if f"slow:{record_id}" in config:
+            self.conn.execute(TAKE_SLOW, (f"slow:{record_id}",))
+            return float(config[f"slow:{record_id}"])
+        if now < float(config.get("slow_until", 0)):
+            return float(config.get("slow_answer", 0))
+        return 0.0
 
     def _busy_is_transient(self, sql: str, params: tuple[Any, ...] = ()) -> None:
         """A write that could not get the service's lock (other callers held it past the busy
