@@ -10,6 +10,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -103,3 +104,31 @@ def test_one_submission_delivered_four_times_at_once_is_queued_once(tmp_path: Pa
     status = subprocess.run([sys.executable, "-m", generated.package, "status", "--json", "--data-dir", data],
                             env=env, capture_output=True, text=True)
     assert json.loads(status.stdout)["total"] == json.loads(status.stdout)["done"] == 40
+
+
+OPEN_LEDGER_AT = """
+import sys, time
+from pathlib import Path
+from {pkg}.runtime.effects import Ledger
+from {pkg}.runtime.store import connect
+from {pkg}.settings import Settings
+store = connect(Path(sys.argv[1]), Settings.from_env(), create=True)
+time.sleep(max(0.0, float(sys.argv[2]) - time.time()))  # connected: every process opens it at once
+Ledger(store).close()
+"""
+
+
+def test_workers_starting_at_once_on_a_fresh_database_create_the_call_ledger_once(tmp_path: Path,
+                                                                                   fresh_database: str) -> None:
+    """The plain calls' ledger lives outside the versioned schema; without the schema lock, workers
+    that create it at the same moment race on PostgreSQL's catalog and all but one die with a
+    unique violation (two workers of a fresh deploy did)."""
+    generated = scaffold.generate("checkpoint", tmp_path / "job", {"project_name": "Pg Ledger Job",
+                                                                   "effect_kind": "plain"})
+    env = {**os.environ, "DATABASE_URL": fresh_database, "PYTHONPATH": str(generated.dest / "src")}
+    code = OPEN_LEDGER_AT.format(pkg=generated.package)
+    at = f"{time.time() + 3:.3f}"  # after every process has imported the package
+    procs = [subprocess.Popen([sys.executable, "-c", code, str(tmp_path / "data"), at], env=env,
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for _ in range(6)]
+    errors = [err for proc in procs for _, err in [proc.communicate(timeout=120)] if proc.returncode != 0]
+    assert errors == [], errors[0][-600:]

@@ -47,7 +47,7 @@ from . import faults, metrics
 from .errors import InDoubt, TransientError
 from .external import ExternalService
 from ..settings import EFFECT_KIND, PLAIN_POLICY, Settings
-from .store import Store, connect
+from .store import Store, connect, create_table
 
 KIND = EFFECT_KIND
 POLICY = PLAIN_POLICY if KIND == "plain" else ""
@@ -124,7 +124,7 @@ class Ledger:
 
     def __init__(self, store: Store) -> None:
         self.store = store
-        self.store.execute(LEDGER_SCHEMA)
+        create_table(store, LEDGER_SCHEMA)  # workers starting at once on PostgreSQL: one creates it
 
     @classmethod
     def open(cls, data_dir: Path, settings: Settings) -> Ledger:

@@ -3,26 +3,24 @@
 SQLite durability settings (stated in the README):
 
 * ``journal_mode=WAL``: readers (``status``, the drill) never block the writer;
-* ``synchronous=FULL``: a commit is fsynced before it returns, so a checkpoint that
-  was reported committed survives a power cut, not only a process kill;
-* ``busy_timeout``: a writer waits for the lock instead of failing at once, which
-  is what lets several worker processes share one file.
+* ``synchronous=FULL``: a commit is fsynced before it returns, so a checkpoint reported
+  committed survives a power cut, not only a process kill;
+* ``busy_timeout``: a writer waits for the lock instead of failing at once: several worker
+  processes can share one file.
 
-These are not taken on trust: :meth:`Store.durability` reads back what the
-connection really runs with (SQLite's pragmas; PostgreSQL's ``fsync`` and
-``synchronous_commit``), the generated tests assert on it, and the drill
-observes it in every worker (durability.py).
+These are not taken on trust: :meth:`Store.durability` reads back what the connection really
+runs with (SQLite's pragmas; PostgreSQL's ``fsync`` and ``synchronous_commit``), the generated
+tests assert on it, and the drill observes it in every worker (durability.py).
 
-SQL is written once, with ``?`` placeholders and portable types (TEXT, INTEGER,
-DOUBLE PRECISION, ``ON CONFLICT DO NOTHING``); for PostgreSQL the placeholders
-become ``%s``. Never put a literal ``?`` inside a statement.
+SQL is written once, with ``?`` placeholders and portable types (TEXT, INTEGER, DOUBLE
+PRECISION, ``ON CONFLICT DO NOTHING``); for PostgreSQL the placeholders become ``%s``. Never
+put a literal ``?`` inside a statement.
 
-Errors are sorted in one place (:meth:`Store._user_error`, :func:`connect`): a store
-that cannot be reached *for now* (PostgreSQL restarting, shutting down or refusing
-connections, a connection cut; SQLite still locked after ``busy_timeout`` or answering
-"disk I/O error") raises :class:`StoreUnavailable`, which ``run`` rides out (outage.py); a store that is
-wrong (corrupt, unreadable, too new, a bad URL or password) raises a plain
-:class:`StoreError` and is never retried.
+Errors are sorted in one place (:meth:`Store._user_error`, :func:`connect`): a store that
+cannot be reached *for now* (PostgreSQL restarting, shutting down or refusing connections, a
+connection cut; SQLite still locked after ``busy_timeout`` or answering "disk I/O error") raises
+:class:`StoreUnavailable`, which ``run`` rides out (outage.py); a store that is wrong (corrupt,
+unreadable, too new, a bad URL or password) raises a plain :class:`StoreError`, never retried.
 """
 
 from __future__ import annotations
@@ -44,9 +42,8 @@ STATE_DB = "state.db"
 #: PostgreSQL: seconds a connection attempt may take (when the URL does not say).
 CONNECT_TIMEOUT_S = 10
 
-#: SQLSTATEs of a server that is there but cannot serve this connection now: class 08
-#: (connection exception), admin/crash shutdown, "cannot connect now" (starting up,
-#: in recovery), too many connections. Retrying after a pause is the cure for these.
+#: SQLSTATEs (besides class 08) of a server that cannot serve this connection now: admin/crash
+#: shutdown, "cannot connect now" (starting up, in recovery), too many connections: pause, retry.
 _PG_UNAVAILABLE_STATES = ("57P01", "57P02", "57P03", "53300")
 #: Connection failures have no SQLSTATE (libpq reports them as text): these say the
 #: server is down, restarting or overloaded, not that the URL or password is wrong.
@@ -355,15 +352,26 @@ def apply_schema(store: Store, schema_sql: str, version: int, migrations: Mappin
     return current
 
 
+def create_table(store: Store, sql: str) -> None:
+    """A table outside the versioned schema (a call ledger, a log), created if missing: under the
+    schema lock on PostgreSQL; on SQLite the statement alone (no commit for the drill's kills)."""
+    if store.dialect == "sqlite":
+        store.execute(sql)
+        return
+    with store.transaction():
+        _lock_schema(store)
+        store.execute(sql)
+
+
 #: Any constant: the key of the advisory lock that lets one worker at a time create or migrate the schema.
 SCHEMA_LOCK_KEY = 7_212_024
 
 
 def _lock_schema(store: Store) -> None:
-    """PostgreSQL: workers starting at once would each create or migrate the schema, and
-    all but one fail on a unique violation of the catalog (CREATE TABLE races). An advisory
-    lock held to the end of the transaction lets one do it while the others wait, then see
-    it done. SQLite needs nothing: BEGIN IMMEDIATE already lets one writer in at a time."""
+    """PostgreSQL: workers starting at once would each create a table (or migrate the schema),
+    all but one failing on a unique violation of the catalog (CREATE TABLE races). An advisory
+    lock held to the end of the transaction lets one do it while the others wait, then see it
+    done. SQLite needs nothing: BEGIN IMMEDIATE already lets one writer in at a time."""
     if store.dialect == "postgresql":
         store.execute("SELECT pg_advisory_xact_lock(?)", (SCHEMA_LOCK_KEY,))
 

@@ -17,6 +17,7 @@ from .. import faults, metrics
 from ..errors import JobError, StoreError, redact
 from ..owners import owner_id
 from ..shutdown import Shutdown
+from ..store import create_table
 from ..strategy import Context
 from .broker import LOG_EVENT, LOG_TABLE, BadMessage, connect, declare, parse, queue_of, where, why
 
@@ -48,8 +49,7 @@ class Consumer:
         self.queue, self.expires_ms = queue_of(ctx)
         self.name = f"{owner_id()} {uuid.uuid4().hex[:8]}"
         self.store = self.strategy.open_store(ctx, create=True)
-        with self.store.transaction():
-            self.store.execute(LOG_TABLE)
+        create_table(self.store, LOG_TABLE)
         # Held open while consuming and lent to each work pass (one per batch of messages): no
         # connection opened per pass, and no WAL checkpoint (a full sync) that closing the LAST
         # connection to a SQLite file makes.

@@ -17,6 +17,7 @@ import pika
 from pika import exceptions as amqp_errors
 
 from ..errors import JobError, TransientError
+from ..store import create_table
 from ..strategy import Context
 from .broker import COUNT_EVENTS, DRILL_QUEUE_EXPIRES_S, DRILL_QUEUE_FILE, LOG_TABLE, connect, declare, queue_of, where, why
 
@@ -138,8 +139,7 @@ def drill_report(ctx: Context) -> dict[str, Any]:
     counts: dict[str, int] = {}
     if store is not None:
         try:
-            with store.transaction():
-                store.execute(LOG_TABLE)
+            create_table(store, LOG_TABLE)
             counts = {row["event"]: int(row["n"]) for row in store.all(COUNT_EVENTS)}
         finally:
             store.close()
