@@ -4,7 +4,7 @@ the report says why not). schedule.py draws them into a plan; an event's fields,
 
     sigkill          moment: anywhere | after-effect | after-commit | recovering, delay_ms,
                      slot (timed), or window+pass / point (armed)
-    sigterm          slot, moment: recovering | after-refusal (optional) (every kill a SIGTERM
+    sigterm          slot, moment: recovering | after-refusal | after-outage (optional) (every kill a SIGTERM
                      with --sigterm)
 
     other-host       slot: SIGTERM that worker, start its successor with another host id
@@ -43,10 +43,10 @@ the report says why not). schedule.py draws them into a plan; an event's fields,
                      drill plays the person who answers the calls in doubt (plain calls), from
                      what the service really applied, one by one
                      (``reconcile --applied/--not-applied ID``) or from the service's export
-                     (``reconcile --from-export``); then one run is killed at its first call,
-                     the released re-send (resend_kill: after it returned | before it goes out),
-                     the calls now in doubt are
-                     answered again, and a last run finishes (reconciler.py)
+                     (``reconcile --from-export``); resend_kills: before, after: a run is killed
+                     at its first call, the released re-send, just before it goes out, the calls
+                     in doubt answered again, then the next such run killed just after its first
+                     call returned, answered again, and a last run finishes (reconciler.py)
     damaged-checkpoint  no event of its own: a timed SIGKILL (after-effect) carries ``damage``: torn
                      (and another rot), done to the newest checkpoint generation once the worker is
                      dead (strategies with ``drill_damage_newest``); its successor falls back, and
@@ -90,7 +90,8 @@ KINDS: dict[str, str] = {
     "submit-crash": "the input submitted by a process killed just before its last commit, then submitted again "
                     "under the same correlation id (a producer crashing and retrying): every record queued once",
     "reconcile": "after the run, the calls in doubt answered as a person would (from what the service applied), "
-                 "the next run killed just after its first re-send, answered again, finished: a call answered "
+                 "the next run killed just before its first re-send goes out, answered again, the next killed "
+                 "just after that re-send returned, answered again, finished: a call answered "
                  "'not applied' sent once more and no more, one answered 'applied' never again; at least once, "
                  "a call the job already re-sent is never sent again, whatever the answer",
     "damaged-checkpoint": "SIGKILLs just after a call, each then damaging the newest generation of the checkpoint "

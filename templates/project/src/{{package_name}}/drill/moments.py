@@ -1,7 +1,7 @@
 """Where some of a schedule's kills land, and what a few of them do besides (schedule.py draws
 them, each with a generator of its own so that the other events of a seed stay as they were):
-kills of a successor still recovering, a SIGTERM just after the service refused a call, and the
-kills that damage the newest generation of a checkpoint.
+kills of a successor still recovering, a SIGTERM just after the service refused a call, one just
+after a store outage, and the kills that damage the newest generation of a checkpoint.
 """
 
 from __future__ import annotations
@@ -23,6 +23,10 @@ RECOVERING_EVERY = 3
 #: refusals (moment "after-refusal"), while the refused worker waits to retry. Drawn with a
 #: generator of its own, like RECOVERING_EVERY.
 REFUSAL_STOPS = 1
+#: With SIGTERMs and a store outage in a run, one SIGTERM lands just after the outage, once work
+#: moved again, on a worker that rode it out (moment "after-outage"): a deploy just after a database
+#: failover. Its run started again in the same process when the store came back; stopping now, it
+#: must hold nothing, also what the run the outage ended held. Drawn with a generator of its own.
 #: How a damaged-checkpoint kill leaves the newest generation: cut short, as a torn write leaves
 #: a file, or its recorded offset changed, as a rotten sector could (its checksum no longer holds).
 DAMAGE = ("torn", "rot")
@@ -79,20 +83,37 @@ def long_burst(events: list[dict[str, Any]], strategy: Any) -> None:
             fail["calls"] = calls
 
 
-def after_refusal(events: list[dict[str, Any]], rng: random.Random, usable: list[str]) -> None:
-    """Move REFUSAL_STOPS timed SIGTERMs (none aimed at a recovery) to just after the first
-    service-fail burst, moment "after-refusal"."""
-    fails = sorted((e for e in events if e["kind"] == "service-fail"), key=lambda e: e["at"])
+def free_stops(events: list[dict[str, Any]], usable: list[str]) -> list[dict[str, Any]]:
+    """The timed SIGTERMs no moment was given yet; with none, one free SIGKILL (neither a recovery's
+    kill nor the crash one follows, nor damaging) made a SIGTERM, if SIGTERMs are drilled."""
     stops = [e for e in events if e["kind"] == "sigterm" and "at" in e and "moment" not in e]
-    if not fails:
-        return
-    if not stops and "sigterm" in usable:  # every SIGTERM went to a recovery: a free SIGKILL becomes one
+    if not stops and "sigterm" in usable:  # every SIGTERM went somewhere: a free SIGKILL becomes one
         followed = {round(e["at"] - 0.0001, 4) for e in events if e.get("moment") == "recovering"}
-        stops = [e for e in events if e["kind"] == "sigkill" and "at" in e
+        stops = [e for e in events if e["kind"] == "sigkill" and "at" in e and not e.get("damage")
                  and e.get("moment") != "recovering" and e["at"] not in followed][:1]
         for event in stops:
             event["kind"] = "sigterm"
             event.pop("delay_ms", None)
+            event.pop("moment", None)
+    return stops
+
+
+def after_outage(events: list[dict[str, Any]], rng: random.Random, usable: list[str]) -> None:
+    """Move one timed SIGTERM to just after the first store outage, moment "after-outage"."""
+    outages = sorted((e for e in events if e["kind"] == "store-outage"), key=lambda e: e["at"])
+    stops = free_stops(events, usable) if outages else []
+    if stops:
+        event = rng.choice(stops)
+        event["at"], event["moment"] = round(outages[0]["at"] + 0.0001, 4), "after-outage"
+
+
+def after_refusal(events: list[dict[str, Any]], rng: random.Random, usable: list[str]) -> None:
+    """Move REFUSAL_STOPS timed SIGTERMs (none aimed at a recovery) to just after the first
+    service-fail burst, moment "after-refusal"."""
+    fails = sorted((e for e in events if e["kind"] == "service-fail"), key=lambda e: e["at"])
+    if not fails:
+        return
+    stops = free_stops(events, usable)
     if not stops:
         return
     # The longest burst (long_burst lengthens it further), its first refusal held until the stop was

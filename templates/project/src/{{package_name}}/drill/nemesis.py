@@ -58,6 +58,8 @@ class Nemesis(Resubmitting):
         self.done_at_first_call: dict[int, int] = {}
         #: The service's calls when the last burst of refusals was scheduled (after-refusal stops).
         self.calls_at_refusals = 0
+        #: The workers alive when the last store outage ended: they rode it out (after-outage stops).
+        self.outage_riders: set[int] = set()
 
     # ------------------------------------------------------------------ dispatch
     def inject(self, event: dict[str, Any], done: int) -> dict[str, Any] | None:
@@ -90,6 +92,7 @@ class Nemesis(Resubmitting):
         outage.conn.execute("ROLLBACK")
         outage.conn.close()
         self._outage, self.done_at_outage_end = None, done
+        self.outage_riders = {self.pool.procs[s].pid for s in self.pool.alive()}  # type: ignore[union-attr]
         self.history.add("fault", event=outage.event["n"], kind=outage.event["kind"], phase="end", done=done,
                          held_s=round(now - outage.began, 3))
         return True
@@ -126,6 +129,8 @@ class Nemesis(Resubmitting):
             # The worker whose call the service just refused: it waits to retry when the stop comes.
             pid = self.progress.await_refusal(since=self.calls_at_refusals)
             slot = next((s for s in alive if self.pool.procs[s].pid == pid), slot)  # type: ignore[union-attr]
+        elif moment == "after-outage":  # a worker that rode the last outage out, if one still runs
+            slot = next((s for s in alive if self.pool.procs[s].pid in self.outage_riders), slot)  # type: ignore[union-attr]
         if event["kind"] == "host-lost":
             # Mid-unit: a call went out, its commit not yet made, the claim held. With several steps, a
             # later step's call: the unit had moved on under the lost worker (its state and heartbeat

@@ -8,12 +8,15 @@ every worker has ended, through the project's own commands as the README tells a
 1. ``reconcile --json`` lists the calls; each is answered from what the service really applied
    (its log, the drill's ground truth): one by one (``--applied ID`` / ``--not-applied ID``) or
    all at once from the service's export (``--from-export external.db``), as the schedule says;
-2. one ``run`` is killed at its first external call, just after it returned or just before it
-   goes out (the schedule's ``resend_kill``): the first call of a run is the re-send of a call
-   answered "not applied", so the re-send itself is crashed before its answer is recorded; the
-   next ``run`` must hold it in doubt again (it cannot tell which), never send it a second time,
-   and never take it for settled (then a re-send that never went out would be lost unlisted);
-3. the calls in doubt now are answered again, and a last ``run`` sends what was not applied.
+2. one ``run`` is killed at its first external call, the re-send of a call answered "not
+   applied", just before it goes out; a ``run`` follows, and the calls in doubt now are answered
+   again: the one cut short never went out, so it is "not applied" once more;
+3. one more ``run`` is killed at its first call, that re-send again, this time just after it
+   returned (the schedule's ``resend_kills``, in order); a ``run`` follows, the calls in doubt
+   are answered again, and a last ``run`` sends what was not applied. Each re-send is crashed
+   before its answer is recorded: the next ``run`` must hold it in doubt again (it cannot tell
+   which), never send it a second time, and never take it for settled (a re-send that never
+   went out would be lost unlisted: one kill point alone shows only one of the two).
 
 The checks that follow are the usual ones, with no excuse left: a call answered "not applied"
 that never arrived is ``lost``, one that arrived twice (or one answered "applied" sent again)
@@ -45,9 +48,13 @@ from .workers import Pool, worker_env
 
 #: How long one of the operator's commands or runs may take (a loaded machine, a queue's broker).
 COMMAND_S = 300.0
-#: The point the second run dies at: just after its first external call returned, or just before
-#: it goes out (``resend_kill``: after | before).
-RESEND_KILL = {"after": "called:1", "before": "call:1"}
+#: Where an armed run dies: just before its first external call goes out, or just after it
+#: returned (an event's ``resend_kills``; a schedule written before them has one ``resend_kill``).
+RESEND_KILL = {"before": "call:1", "after": "called:1"}
+
+
+def resend_kills(event: dict[str, Any]) -> list[str]:
+    return list(event.get("resend_kills") or [event.get("resend_kill", "after")])
 
 
 class Operator:
@@ -64,19 +71,22 @@ class Operator:
         """The event's outcome: what was answered, whether the re-send was crashed; ``calls_before``:
         the service's calls before the person came (what the run itself sent)."""
         first = self.answer(event)
-        crashed = None
-        if first["not_applied"]:  # something to send again: crash the run right after it goes out
-            crashed = self.run_worker(event, armed=True, done=done)
-        self.run_worker(event, armed=False, done=done)  # a re-send cut short is found in doubt again
-        again = self.answer(event)
-        if again["not_applied"]:
-            self.run_worker(event, armed=False, done=done)
+        pending, crashed, answered_again = first["not_applied"], [], 0
+        for where in resend_kills(event) if first["not_applied"] else [None]:
+            if where is not None and not pending:
+                break  # nothing left to send again (the last re-send got through)
+            if where is not None and self.run_worker(event, kill=where, done=done) == -signal.SIGKILL:
+                crashed.append(where)
+            self.run_worker(event, done=done)  # a re-send cut short is found in doubt again
+            again = self.answer(event)
+            pending, answered_again = again["not_applied"], answered_again + again["answered"]
+        if pending:
+            self.run_worker(event, done=done)
         self._resent_again()
-        outcome = {"how": event["how"], "resend_kill": event.get("resend_kill", "after"),
-                   "answered": first["answered"], "applied": first["applied"],
-                   "not_applied": first["not_applied"], "answered_again": again["answered"],
-                   "resend_crashed": crashed == -signal.SIGKILL, "calls_before": calls_before,
-                   "errors": list(self.errors)}
+        outcome = {"how": event["how"], "resend_kills": crashed, "answered": first["answered"],
+                   "applied": first["applied"], "not_applied": first["not_applied"],
+                   "answered_again": answered_again, "resend_crashed": bool(crashed),
+                   "calls_before": calls_before, "errors": list(self.errors)}
         self.history.add("fault", event=event["n"], kind=event["kind"], done=done, **outcome)
         return outcome
 
@@ -129,12 +139,12 @@ class Operator:
         return done.stdout
 
     # --------------------------------------------------------------------- runs
-    def run_worker(self, event: dict[str, Any], *, armed: bool, done: int) -> int | None:
-        """One run of the job in slot 0 (armed: it kills itself at its first call, RESEND_KILL);
+    def run_worker(self, event: dict[str, Any], *, kill: str | None = None, done: int) -> int | None:
+        """One run of the job in slot 0 (``kill``: it kills itself at its first call, RESEND_KILL);
         its exit code, None if it did not end in time."""
         self.pool.home(0)
-        where = RESEND_KILL[event.get("resend_kill", "after")]
-        arm = {"n": event["n"], "crash_point": where} if armed else None
+        armed = kill is not None
+        arm = {"n": event["n"], "crash_point": RESEND_KILL[kill]} if kill is not None else None
         proc = self.pool.spawn(0, arm, done=done)
         try:
             code = proc.wait(timeout=COMMAND_S)

@@ -78,7 +78,8 @@ def _fault_lines(report: dict[str, Any]) -> list[str]:
     for o in report.get("operator") or []:
         how = "one by one" if o["how"] == "each" else "from the service's export"
         lines.append(f"reconcile (after the run, {how}): {o['applied']} call(s) answered applied, {o['not_applied']} "
-                     f"not applied" + ("; their re-send killed right after it went out" if o["resend_crashed"] else "")
+                     f"not applied" + (f"; a re-send killed {', then '.join(o.get('resend_kills') or ['after'])} it went out"
+                                       if o["resend_crashed"] else "")
                      + f"; {o['answered_again']} answered again after that")
     return lines
 

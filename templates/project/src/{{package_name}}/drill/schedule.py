@@ -44,7 +44,8 @@ from ..runtime.errors import JobError
 # The kinds and whether each applies here live in fault_kinds.py; schedule.KINDS etc. stay the names to use.
 from .fault_kinds import DEFAULT_KINDS, FINAL_KINDS, KINDS, SETUP_KINDS, not_applicable  # noqa: F401
 # Where some kills land (a recovery, a refusal) and which damage a checkpoint: moments.py.
-from .moments import DAMAGE, SERVICE_CALLS, after_refusal, damage_some, in_recovery, long_burst  # noqa: F401
+from .moments import (DAMAGE, SERVICE_CALLS, after_outage, after_refusal, damage_some, in_recovery,  # noqa: F401
+                      long_burst)
 
 FORMAT = 1
 
@@ -53,9 +54,9 @@ PER_RUN = {"other-host": 1, "host-lost": 1, "service-fail": 2, "service-timeout"
            "store-outage": 1, "key-reuse": 1, "redelivery": 1, "submit-crash": 1, "new-input": 1, "scale-out": 1}
 #: How the drill's operator answers the calls in doubt (reconciler.py): one by one, or from an export.
 RECONCILE_HOW = ("each", "export")
-#: Where the operator's run dies at its first call, the re-send of a call answered "not applied"
-#: (reconciler.py): just after it returned, or just before it goes out.
-RESEND_KILL = ("after", "before")
+#: Where the operator's runs die at their first call, the re-send of a call answered "not applied"
+#: (reconciler.py), in this order: just before it goes out, then just after it returned.
+RESEND_KILL = ("before", "after")
 #: With ``reconcile`` in a run with kills (not --sigterm, not --aim), one of the kills is a SIGKILL
 #: armed just before a worker's N-th external call goes out (N drawn in this range): a call in doubt
 #: that truly never arrived, so the person's answers hold a "not applied" one, whose re-send the
@@ -226,6 +227,7 @@ def plan(strategy: Any, settings: Any, *, seed: int, records: int, kills: int, w
         if kind in usable:
             events += [_timed(rng, kind, records, settings) for _ in range(PER_RUN[kind])]
     after_refusal(events, random.Random(f"{seed}:refusal"), usable)
+    after_outage(events, random.Random(f"{seed}:outage"), usable)
     long_burst(events, strategy)
     if "redelivery" in usable:
         events += [{"kind": "redelivery", "window": "after_commit_before_ack", "pass": rng.randint(1, AIM_SPREAD)}]
@@ -244,8 +246,7 @@ def plan(strategy: Any, settings: Any, *, seed: int, records: int, kills: int, w
     final: list[dict[str, Any]] = []
     if "reconcile" in usable:  # its own generator, like RECOVERING_EVERY: the other events stay as they were
         drawn = random.Random(f"{seed}:reconcile")
-        final.append({"kind": "reconcile", "how": drawn.choice(RECONCILE_HOW),
-                      "resend_kill": random.Random(f"{seed}:resend").choice(RESEND_KILL)})
+        final.append({"kind": "reconcile", "how": drawn.choice(RECONCILE_HOW), "resend_kills": list(RESEND_KILL)})
         if unsent:
             final.append({"kind": "sigkill", "crash_point": f"call:{drawn.randint(*UNSENT_CALL)}"})
     drawn = random.Random(f"{seed}:state")  # its own generator, like the ones below: the rest stays as it was
@@ -378,7 +379,9 @@ def describe(event: dict[str, Any]) -> str:
              "submit-crash": lambda e: "killed just before its last persistence point, then submitted again",
              "reconcile": lambda e: ("calls in doubt answered " + ("one by one" if e.get("how") == "each"
                                                                     else "from the service's export")
-                                     + f"; the next run killed {e.get('resend_kill', 'after')} its first re-send"),
+                                     + "; the next runs killed " + ", then ".join(
+                                         e.get("resend_kills") or [e.get("resend_kill", "after")])
+                                     + " their first re-send"),
              "second-start": lambda e: "the job started again on the data directory of a running worker",
              "scale-out": lambda e: "one more worker started beside the running ones",
              "rebuild": lambda e: f"the projection rebuilt from the events, then {e['count']} new record(s) and a last run",

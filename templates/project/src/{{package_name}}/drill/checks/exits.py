@@ -43,11 +43,16 @@ def clean_stop(worker: dict[str, Any] | None) -> bool:
 
 def how(worker: dict[str, Any]) -> str:
     signal = worker["ended"].get("signal")
-    return f"after {signal}" if signal else "after finishing its work"
+    rode = " (it had ridden out a store outage)" if worker.get("outages") else ""
+    return (f"after {signal}" if signal else "after finishing its work") + rode
 
 
 def check_held(workers: list[dict[str, Any]]) -> list[Failure]:
-    holding = [w for w in workers if clean_stop(w) and isinstance(w["ended"].get("held"), list) and w["ended"]["held"]]
+    """A run that returned 0 holds nothing, also after riding out a store outage: the run that
+    starts again in the same process must take back what the one the outage ended held (same
+    owner, another instance), or nobody will while the process lives (its claims look alive)."""
+    holding = [w for w in workers if w.get("ended") and w["ended"].get("code") == 0
+               and isinstance(w["ended"].get("held"), list) and w["ended"]["held"]]
     if not holding:
         return []
     w = holding[0]
