@@ -30,6 +30,8 @@ from .workers import Pool
 OUTAGE_MAX_S = 20.0
 #: How long a second start may take to refuse (an interpreter's start and a lock's answer take < 1 s).
 SECOND_START_WAIT_S = 10.0
+#: An after-outage stop waits this long at most for a worker that rode the outage out to call again.
+BACK_AT_WORK_S = 3.0
 #: Until this fraction of the expected effects, a kill aimed at a commit waits for one;
 #: later it lands at once (the next commit could be the run's last).
 COMMIT_AIM_UNTIL = 0.9
@@ -58,8 +60,9 @@ class Nemesis(Resubmitting):
         self.done_at_first_call: dict[int, int] = {}
         #: The service's calls when the last burst of refusals was scheduled (after-refusal stops).
         self.calls_at_refusals = 0
-        #: The workers alive when the last store outage ended: they rode it out (after-outage stops).
-        self.outage_riders: set[int] = set()
+        #: The workers alive when the last store outage ended (they rode it out), each with its calls
+        #: then: an after-outage stop goes to one that has called since (its run is back at work).
+        self.outage_riders: dict[int, int] = {}
 
     # ------------------------------------------------------------------ dispatch
     def inject(self, event: dict[str, Any], done: int) -> dict[str, Any] | None:
@@ -92,7 +95,8 @@ class Nemesis(Resubmitting):
         outage.conn.execute("ROLLBACK")
         outage.conn.close()
         self._outage, self.done_at_outage_end = None, done
-        self.outage_riders = {self.pool.procs[s].pid for s in self.pool.alive()}  # type: ignore[union-attr]
+        riders = [self.pool.procs[s].pid for s in self.pool.alive()]  # type: ignore[union-attr]
+        self.outage_riders = {pid: calls_by(self.ctx.data_dir, pid) for pid in riders}
         self.history.add("fault", event=outage.event["n"], kind=outage.event["kind"], phase="end", done=done,
                          held_s=round(now - outage.began, 3))
         return True
@@ -129,8 +133,8 @@ class Nemesis(Resubmitting):
             # The worker whose call the service just refused: it waits to retry when the stop comes.
             pid = self.progress.await_refusal(since=self.calls_at_refusals)
             slot = next((s for s in alive if self.pool.procs[s].pid == pid), slot)  # type: ignore[union-attr]
-        elif moment == "after-outage":  # a worker that rode the last outage out, if one still runs
-            slot = next((s for s in alive if self.pool.procs[s].pid in self.outage_riders), slot)  # type: ignore[union-attr]
+        elif moment == "after-outage":
+            slot = self._back_at_work(alive, slot)
         if event["kind"] == "host-lost":
             # Mid-unit: a call went out, its commit not yet made, the claim held. With several steps, a
             # later step's call: the unit had moved on under the lost worker (its state and heartbeat
@@ -167,6 +171,20 @@ class Nemesis(Resubmitting):
         if not outcome["landed"]:
             return None  # it had exited (or never got ready): try another moment
         return {**outcome, "slot": slot}  # the runner restarts the slot
+
+    def _back_at_work(self, alive: list[int], slot: int) -> int:
+        """A worker that rode the last outage out and has called the service since (its run started
+        again and took work: what the interrupted run held was its to take back), waited for up to
+        BACK_AT_WORK_S; else any that rode it out, else ``slot``."""
+        pids = {s: self.pool.procs[s].pid for s in alive}  # type: ignore[union-attr]
+        riders = [s for s in alive if pids[s] in self.outage_riders]
+        give_up = time.monotonic() + BACK_AT_WORK_S
+        while riders:
+            back = [s for s in riders if calls_by(self.ctx.data_dir, pids[s]) > self.outage_riders[pids[s]]]
+            if back or time.monotonic() > give_up:
+                return (back or riders)[0]
+            time.sleep(0.02)
+        return slot
 
     def _lose_host(self, slot: int, event: dict[str, Any], step: str | None) -> dict[str, Any]:
         """The machine is gone with every worker on it and what they held: each is killed and its

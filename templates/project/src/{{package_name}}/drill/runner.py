@@ -223,13 +223,14 @@ class Drill:
 
     def _due(self, event: dict[str, Any], done: int) -> bool:
         """Is the next timed event's moment here? A kill waits for the last restart's recovery (unless
-        it is aimed at that recovery) and for work after an outage. A stop after a refusal follows its
+        it is aimed at that recovery) and for work after an outage; so does an outage, to meet units
+        in flight (a worker's startup is a kill's to crash). A stop after a refusal follows its
         burst at once, whatever the work: the refused call is held until the stop is sent."""
         if event.get("moment") == "after-refusal":
             return True
         if done < self.marks[event["n"]]:
             return False
-        return event["kind"] not in KILLS or not (
+        return event["kind"] not in (*KILLS, "store-outage") or not (
             (self.tally.pending and event.get("moment") != "recovering") or done <= self.settling)
 
     def _operator(self, event: dict[str, Any]) -> dict[str, Any]:

@@ -43,15 +43,22 @@ def clean_stop(worker: dict[str, Any] | None) -> bool:
 
 def how(worker: dict[str, Any]) -> str:
     signal = worker["ended"].get("signal")
-    rode = " (it had ridden out a store outage)" if worker.get("outages") else ""
+    rode = (f" (it had ridden out a store outage and committed {worker['commits_since_outage']} time(s) since: "
+            "back at work, it never took back what the interrupted run held)") if worker.get("outages") else ""
     return (f"after {signal}" if signal else "after finishing its work") + rode
 
 
+def back_at_work(worker: dict[str, Any]) -> bool:
+    """No store outage, or the run started again after it committed since: what the run the outage
+    ended held (same owner, another instance) was this run's to take back, or nobody's while the
+    process lives (its claims look alive). One stopped before it committed anything is excused:
+    the store may not even have answered it again."""
+    return not worker.get("outages") or int(worker.get("commits_since_outage") or 0) > 0
+
+
 def check_held(workers: list[dict[str, Any]]) -> list[Failure]:
-    """A run that returned 0 holds nothing, also after riding out a store outage: the run that
-    starts again in the same process must take back what the one the outage ended held (same
-    owner, another instance), or nobody will while the process lives (its claims look alive)."""
-    holding = [w for w in workers if w.get("ended") and w["ended"].get("code") == 0
+    """A run that returned 0 holds nothing, also after riding out a store outage (back_at_work)."""
+    holding = [w for w in workers if w.get("ended") and w["ended"].get("code") == 0 and back_at_work(w)
                and isinstance(w["ended"].get("held"), list) and w["ended"]["held"]]
     if not holding:
         return []
