@@ -81,6 +81,10 @@ class ClaimsWatch:
                                  progress=[seen[0], seen[-1]], moves=len(seen) - 1)
         self.last = current
 
+    def holding(self) -> bool:
+        """Some unit was held at the last reading (always True where nothing is read: no claims)."""
+        return self.read is None or bool(self.last)
+
     def _open(self) -> Any:
         if self.store is None:
             store = connect(self.ctx.data_dir, self.ctx.settings)

@@ -120,8 +120,9 @@ class Probe:
         #: Store outages this worker rode out (outage.py): each restarts the unit of work in
         #: flight, like a kill, so the drill counts them with the kills.
         self.outages = 0
-        #: commits_read when the last outage was seen: the commits since say the run is back at work.
-        self.commits_at_outage = 0
+        #: When the last outage was seen (a failed attempt, outage.py): the worker's calls to the
+        #: service since then say its run started again and took work (checks/exits.py).
+        self.last_outage_at = 0.0
         #: State-store commits whose settings were read (every one: SQLite and PostgreSQL).
         self.commits_read = 0
         #: The worker's own account (witness.py): owner id, how its run ended, acks.
@@ -248,7 +249,7 @@ class Probe:
 
     def saw_outage(self) -> None:
         self.outages += 1
-        self.commits_at_outage = self.commits_read
+        self.last_outage_at = time.time()
         self.write()
 
     # ---- the worker's own account (witness.py), told by cli.py's `run`
@@ -308,8 +309,7 @@ class Probe:
     def write(self) -> None:
         doc = {"pid": os.getpid(), "sqlite": self.connections, "postgresql": self.postgresql,
                "files": self.files, "violations": self.violations, "outages": self.outages,
-               "commits_read": self.commits_read, "commits_since_outage": self.commits_read - self.commits_at_outage,
-               **self.account.report()}
+               "commits_read": self.commits_read, "last_outage_at": self.last_outage_at, **self.account.report()}
         tmp = self.path.with_name(self.path.name + ".tmp")
         try:
             tmp.write_text(json.dumps(doc, sort_keys=True), encoding="utf-8")

@@ -136,9 +136,9 @@ def judge(ctx: Context, settings: Settings, data_dir: Path, report: dict[str, An
     report["store_outages_ridden"] = seen["outages"]
     # How each worker stopped, told by itself (witness.py): a clean stop leaves nothing behind.
     report["exits"] = evidence.exits_summary(seen["workers"])
-    failures += exits.check_held(seen["workers"])
-    failures += exits.check_after_exit(seen["workers"], evidence.call_log(data_dir),
-                                       held)
+    sent = evidence.call_log(data_dir)
+    failures += exits.check_held(seen["workers"], sent)
+    failures += exits.check_after_exit(seen["workers"], sent, held)
     failures += exits.check_acks(seen["workers"])
     failures += reconciler.check(report.get("operator") or [])
     ops = read_history(Path(report["history"])) if report.get("history") else []

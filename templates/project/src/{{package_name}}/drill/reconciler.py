@@ -9,14 +9,15 @@ every worker has ended, through the project's own commands as the README tells a
    (its log, the drill's ground truth): one by one (``--applied ID`` / ``--not-applied ID``) or
    all at once from the service's export (``--from-export external.db``), as the schedule says;
 2. one ``run`` is killed at its first external call, the re-send of a call answered "not
-   applied", just before it goes out; a ``run`` follows, and the calls in doubt now are answered
-   again: the one cut short never went out, so it is "not applied" once more;
+   applied", just before it goes out; a ``run`` follows, which must hold it in doubt (at most once
+   it cannot know the call never went out: sending it unasked is a ``reconcile`` failure), and
+   the calls in doubt are answered again: the one cut short is "not applied" once more (a re-send
+   taken for settled is not listed, and is lost);
 3. one more ``run`` is killed at its first call, that re-send again, this time just after it
-   returned (the schedule's ``resend_kills``, in order); a ``run`` follows, the calls in doubt
-   are answered again, and a last ``run`` sends what was not applied. Each re-send is crashed
-   before its answer is recorded: the next ``run`` must hold it in doubt again (it cannot tell
-   which), never send it a second time, and never take it for settled (a re-send that never
-   went out would be lost unlisted: one kill point alone shows only one of the two).
+   returned (the schedule's ``resend_kills``, in order); a ``run`` follows, which must hold it in
+   doubt and never send it a second time (it arrived: a duplicate); the calls in doubt are
+   answered again, and a last ``run`` sends what was not applied. One kill point alone shows
+   only one of the ways a re-send cut short goes wrong.
 
 The checks that follow are the usual ones, with no excuse left: a call answered "not applied"
 that never arrived is ``lost``, one that arrived twice (or one answered "applied" sent again)
@@ -40,7 +41,7 @@ from pathlib import Path
 from typing import Any
 
 from .. import settings as settings_module
-from ..runtime.effects import AWAITING_ANSWER, arrived
+from ..runtime.effects import AWAITING_ANSWER, POLICY, arrived
 from ..runtime.external import EXTERNAL_DB, applied_effects
 from .history import History
 from .verdict import Failure, failure
@@ -70,17 +71,21 @@ class Operator:
     def play(self, event: dict[str, Any], done: int, calls_before: int) -> dict[str, Any]:
         """The event's outcome: what was answered, whether the re-send was crashed; ``calls_before``:
         the service's calls before the person came (what the run itself sent)."""
-        first = self.answer(event)
-        pending, crashed, answered_again = first["not_applied"], [], 0
+        first = last = self.answer(event)
+        crashed: list[str] = []
+        answered_again = 0
         for where in resend_kills(event) if first["not_applied"] else [None]:
-            if where is not None and not pending:
-                break  # nothing left to send again (the last re-send got through)
+            if where is not None and not last["not_applied"]:
+                break  # the re-send went through: nothing left to cut
+            before = self._times()
             if where is not None and self.run_worker(event, kill=where, done=done) == -signal.SIGKILL:
                 crashed.append(where)
-            self.run_worker(event, done=done)  # a re-send cut short is found in doubt again
-            again = self.answer(event)
-            pending, answered_again = again["not_applied"], answered_again + again["answered"]
-        if pending:
+            cut = self._being_resent() if where == "before" else []
+            self.run_worker(event, done=done)  # a re-send cut short is found in doubt again, never sent again
+            self._sent_unanswered(cut, before)
+            last = self.answer(event)
+            answered_again += last["answered"]
+        if last["not_applied"]:
             self.run_worker(event, done=done)
         self._resent_again()
         outcome = {"how": event["how"], "resend_kills": crashed, "answered": first["answered"],
@@ -112,6 +117,29 @@ class Operator:
         self.history.add("reconcile", how=event["how"], **counts,
                          ids={c["id"]: c["id"] in applied for c in calls})
         return counts
+
+    def _times(self) -> Counter[tuple[str, str]]:
+        return Counter((rid, step) for rid, step, _ in applied_effects(self.data_dir))
+
+    def _being_resent(self) -> list[tuple[str, str]]:
+        """The calls a killed run was re-sending when it died (the ledger's ``releasing``, as
+        ``reconcile --json`` lists them)."""
+        listing = self._command(["--json"])
+        calls = json.loads(listing).get("calls", []) if listing else []
+        return [(c["record_id"], c["step"]) for c in calls if c["status"] == "releasing"]
+
+    def _sent_unanswered(self, calls: list[tuple[str, str]], before: Counter[tuple[str, str]]) -> None:
+        """At most once: a re-send killed before it went out is in doubt to the next run, which cannot
+        know it never arrived: sending it again before a person answers breaks the promise (here it
+        happens to be harmless; had the kill come just after, it is a duplicate)."""
+        if POLICY != "at-most-once" or not calls:
+            return  # at least once: the job re-sends a call in doubt itself
+        times = self._times()
+        sent = [f"{rid}/{step}" for rid, step in calls if times[(rid, step)] > before[(rid, step)]]
+        if sent:
+            self.errors.append(f"{len(sent)} re-send(s) killed before they went out were sent again by the next "
+                               f"run before a person answered, e.g. {sent[0]}; at most once, a run cannot know "
+                               "such a call never arrived: it must hold it in doubt")
 
     def _resent_again(self) -> None:
         """At least once: a call the job had re-sent is settled by any answer; the runs since applied it again?"""

@@ -223,12 +223,12 @@ class Drill:
 
     def _due(self, event: dict[str, Any], done: int) -> bool:
         """Is the next timed event's moment here? A kill waits for the last restart's recovery (unless
-        it is aimed at that recovery) and for work after an outage; so does an outage, to meet units
-        in flight (a worker's startup is a kill's to crash). A stop after a refusal follows its
-        burst at once, whatever the work: the refused call is held until the stop is sent."""
+        it is aimed at that recovery) and for work after an outage; so does an outage, which also
+        waits for a unit held (the claims watch's last reading), to meet units in flight. A stop
+        after a refusal follows its burst at once: the refused call is held until the stop is sent."""
         if event.get("moment") == "after-refusal":
             return True
-        if done < self.marks[event["n"]]:
+        if done < self.marks[event["n"]] or (event["kind"] == "store-outage" and not self.watch.holding()):
             return False
         return event["kind"] not in (*KILLS, "store-outage") or not (
             (self.tally.pending and event.get("moment") != "recovering") or done <= self.settling)

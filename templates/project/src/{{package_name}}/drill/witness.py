@@ -154,7 +154,7 @@ class Account:
 def worker_entry(doc: dict[str, Any]) -> dict[str, Any]:
     """One process, from its probe report, as the checks read it (drill/checks/exits.py)."""
     return {"pid": int(doc.get("pid", 0)), "owner": doc.get("owner"), "ended": doc.get("ended"),
-            "outages": int(doc.get("outages", 0)), "commits_since_outage": int(doc.get("commits_since_outage", 0)),
+            "outages": int(doc.get("outages", 0)), "last_outage_at": float(doc.get("last_outage_at") or 0.0),
             "acks": int(doc.get("acks", 0)),
             "acked_uncommitted": list(doc.get("acked_uncommitted") or []),
             "acked_uncommitted_n": int(doc.get("acked_uncommitted_n", 0))}

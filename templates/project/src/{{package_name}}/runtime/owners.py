@@ -37,6 +37,7 @@ from __future__ import annotations
 import os
 import socket
 from pathlib import Path
+from typing import Any
 
 from . import metrics
 from ..settings import ENV_PREFIX
@@ -95,6 +96,14 @@ def owner_id() -> str:
         start = start_time(pid)
         _mine = (pid, f"{host_id()}:" + (f"{start}:" if start else "") + str(pid))
     return _mine[1]
+
+
+def ours_first(rows: list[dict[str, Any]], owner: str, instance_id: str) -> list[dict[str, Any]]:
+    """Claimable rows, those this very process holds under an earlier instance first (a run started
+    again after a store outage, outage.py): ours to take back at once, before any other work. Until
+    then such a row looks held by a live worker, so nobody else takes it before its lease runs out,
+    and a graceful stop meanwhile would leave it held."""
+    return sorted(rows, key=lambda row: not (row["owner"] == owner and row["instance_id"] != instance_id))
 
 
 def owner_gone(owner: str | None, heartbeat: float, *, lease_s: float, now: float) -> bool:

@@ -27,7 +27,7 @@ from .. import job
 from ..runtime import effects, faults, metrics
 from ..runtime.errors import BadRecord, CorruptStateError, StateVersionError, TransientError
 from ..runtime.external import ExternalService
-from ..runtime.owners import owner_gone, owner_id
+from ..runtime.owners import owner_gone, owner_id, ours_first
 from ..runtime.shutdown import Shutdown
 from ..runtime.store import Store
 from ..runtime.strategy import Context
@@ -88,7 +88,7 @@ class Worker:
         """The claimed task (None: nothing to claim), and whether it was taken over from a
         holder that was running it."""
         now = time.time()
-        for row in self.store.all(SELECT_CLAIMABLE):
+        for row in ours_first(self.store.all(SELECT_CLAIMABLE), self.owner, self.instance_id):
             # Held by this very process under an earlier instance (run re-entered after a
             # store outage, outage.py): ours to take back at once, as from a dead owner.
             ours = row["owner"] == self.owner and row["instance_id"] != self.instance_id

@@ -20,7 +20,7 @@ from .. import job
 from ..runtime import effects, faults, metrics
 from ..runtime.errors import BadRecord, CorruptStateError, StateVersionError, TransientError
 from ..runtime.external import ExternalService
-from ..runtime.owners import owner_gone, owner_id
+from ..runtime.owners import owner_gone, owner_id, ours_first
 from ..runtime.shutdown import Shutdown
 from ..runtime.store import Store
 from ..runtime.strategy import Context
@@ -110,9 +110,10 @@ class Worker:
 
     def _claim_in_transaction(self, tries: int = 5) -> dict[str, Any] | None:
         now = time.time()
-        candidates = [row for row in self.store.all(SELECT_RUNNING)
-                      if (row["owner"] == self.owner and row["instance_id"] != self.instance_id)  # pid reused
-                      or owner_gone(row["owner"], row["updated_at"], lease_s=self.ctx.settings.lease_s, now=now)]
+        candidates = ours_first([row for row in self.store.all(SELECT_RUNNING)
+                                 if (row["owner"] == self.owner and row["instance_id"] != self.instance_id)  # pid reused
+                                 or owner_gone(row["owner"], row["updated_at"], lease_s=self.ctx.settings.lease_s,
+                                               now=now)], self.owner, self.instance_id)
         pending = self.store.one(SELECT_NEXT_PENDING)
         if pending is not None:
             candidates.append(pending)

@@ -20,7 +20,7 @@ from .. import job
 from ..runtime import effects, faults, metrics
 from ..runtime.errors import BadRecord, CorruptStateError, StateVersionError, TransientError
 from ..runtime.external import ExternalService
-from ..runtime.owners import owner_gone, owner_id
+from ..runtime.owners import owner_gone, owner_id, ours_first
 from ..runtime.shutdown import Shutdown
 from ..runtime.store import Store
 from ..runtime.strategy import Context
@@ -105,9 +105,10 @@ class Orchestrator:
         must be durable before the call; it needs no commit of its own)."""
         now = time.time()
         lease_s = self.ctx.settings.lease_s
-        candidates = [row for row in self.store.all(SELECT_HELD, ACTIVE_STATES)
-                      if (row["owner"] == self.owner and row["instance_id"] != self.instance_id)  # pid reused
-                      or owner_gone(row["owner"], row["updated_at"], lease_s=lease_s, now=now)]
+        candidates = ours_first([row for row in self.store.all(SELECT_HELD, ACTIVE_STATES)
+                                 if (row["owner"] == self.owner and row["instance_id"] != self.instance_id)  # pid reused
+                                 or owner_gone(row["owner"], row["updated_at"], lease_s=lease_s, now=now)],
+                                self.owner, self.instance_id)
         free = self.store.one(SELECT_NEXT_FREE, ACTIVE_STATES)
         if free is not None:
             candidates.append(free)

@@ -30,6 +30,8 @@ from typing import Any
 
 from ..verdict import Failure, failure
 
+Call = tuple[str, str, str, int, float]  # identity, kind, outcome, pid, at
+
 #: Outcomes of an apply that got through and whose answer came back.
 SENT = ("applied", "duplicate")
 #: Refused before anything was applied: not a send at all (the strategy retries it).
@@ -43,22 +45,25 @@ def clean_stop(worker: dict[str, Any] | None) -> bool:
 
 def how(worker: dict[str, Any]) -> str:
     signal = worker["ended"].get("signal")
-    rode = (f" (it had ridden out a store outage and committed {worker['commits_since_outage']} time(s) since: "
-            "back at work, it never took back what the interrupted run held)") if worker.get("outages") else ""
+    rode = (" (it had ridden out a store outage and called the service since: back at work, it never took "
+            "back what the interrupted run held)") if worker.get("outages") else ""
     return (f"after {signal}" if signal else "after finishing its work") + rode
 
 
-def back_at_work(worker: dict[str, Any]) -> bool:
-    """No store outage, or the run started again after it committed since: what the run the outage
-    ended held (same owner, another instance) was this run's to take back, or nobody's while the
-    process lives (its claims look alive). One stopped before it committed anything is excused:
-    the store may not even have answered it again."""
-    return not worker.get("outages") or int(worker.get("commits_since_outage") or 0) > 0
+def back_at_work(worker: dict[str, Any], calls: list[Call]) -> bool:
+    """No store outage, or the run started again after it has called the service since: it took
+    work, and what the run the outage ended held (same owner, another instance) comes first, or
+    nobody takes it while the process lives (it looks held by a live worker). One stopped before
+    it took work is excused: the store may not even have answered it again."""
+    if not worker.get("outages"):
+        return True
+    since = float(worker.get("last_outage_at") or 0.0)
+    return any(pid == worker["pid"] and at > since for _, _, _, pid, at in calls)
 
 
-def check_held(workers: list[dict[str, Any]]) -> list[Failure]:
+def check_held(workers: list[dict[str, Any]], calls: list[Call]) -> list[Failure]:
     """A run that returned 0 holds nothing, also after riding out a store outage (back_at_work)."""
-    holding = [w for w in workers if w.get("ended") and w["ended"].get("code") == 0 and back_at_work(w)
+    holding = [w for w in workers if w.get("ended") and w["ended"].get("code") == 0 and back_at_work(w, calls)
                and isinstance(w["ended"].get("held"), list) and w["ended"]["held"]]
     if not holding:
         return []
@@ -68,9 +73,6 @@ def check_held(workers: list[dict[str, Any]]) -> list[Failure]:
         f"{len(holding)} worker(s) exited 0 still holding claims, e.g. {how(w)} worker {w['pid']} still held "
         f"{held[0]['what']}" + (f" and {len(held) - 1} more" if len(held) > 1 else "") + f" under owner {w['owner']}; "
         "a stopping worker must release what it holds (on another host its successor waits out the lease)"))]
-
-
-Call = tuple[str, str, str, int, float]  # identity, kind, outcome, pid, at
 
 
 def attribute(calls: list[Call]) -> tuple[list[tuple[str, int, int, float]], list[tuple[str, int, int, float]]]:
