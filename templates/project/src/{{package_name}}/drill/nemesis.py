@@ -61,8 +61,10 @@ class Nemesis(Resubmitting):
         #: The service's calls when the last burst of refusals was scheduled (after-refusal stops).
         self.calls_at_refusals = 0
         #: The workers alive when the last store outage ended (they rode it out), each with its calls
-        #: then: an after-outage stop goes to one that has called since (its run is back at work).
+        #: then: an after-outage stop goes to one that has called since (its run is back at work),
+        #: one that held a unit when the outage began first (``outage_holders``: their owner ids).
         self.outage_riders: dict[int, int] = {}
+        self.outage_holders: set[str] = set()
 
     # ------------------------------------------------------------------ dispatch
     def inject(self, event: dict[str, Any], done: int) -> dict[str, Any] | None:
@@ -177,7 +179,8 @@ class Nemesis(Resubmitting):
         again and took work: what the interrupted run held was its to take back), waited for up to
         BACK_AT_WORK_S; else any that rode it out, else ``slot``."""
         pids = {s: self.pool.procs[s].pid for s in alive}  # type: ignore[union-attr]
-        riders = [s for s in alive if pids[s] in self.outage_riders]
+        riders = sorted((s for s in alive if pids[s] in self.outage_riders),  # holders first (owner ids end in the pid)
+                        key=lambda s: not any(o.endswith(f":{pids[s]}") for o in self.outage_holders))
         give_up = time.monotonic() + BACK_AT_WORK_S
         while riders:
             back = [s for s in riders if calls_by(self.ctx.data_dir, pids[s]) > self.outage_riders[pids[s]]]
@@ -185,6 +188,14 @@ class Nemesis(Resubmitting):
                 return (back or riders)[0]
             time.sleep(0.02)
         return slot
+
+    def _holders(self) -> set[str]:
+        """The owner ids holding a unit right now (the strategy's held_claims), or none if unreadable."""
+        read = getattr(self.strategy, "held_claims", None)
+        try:
+            return {str(c["owner"]) for c in read(self.ctx)} if read is not None else set()
+        except Exception:  # busy, not created yet: no preference then
+            return set()
 
     def _lose_host(self, slot: int, event: dict[str, Any], step: str | None) -> dict[str, Any]:
         """The machine is gone with every worker on it and what they held: each is killed and its
@@ -328,6 +339,7 @@ class Nemesis(Resubmitting):
         path = Path(self.ctx.data_dir) / STATE_DB
         if not path.exists():
             return None
+        self.outage_holders = self._holders()
         conn = sqlite3.connect(path, isolation_level=None, timeout=30)
         try:
             conn.execute("BEGIN IMMEDIATE")  # the write lock: every worker's commit now waits, then fails
