@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 import sys
 import tempfile
@@ -68,8 +69,10 @@ def drill_events(
     env["PYTHONPATH"] = src + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
     errors = tempfile.TemporaryFile(mode="w+")  # a file, not a pipe: it can never fill up and block
     try:
+        # A session of its own: the drill, its workers and its oracles are one process group, so a
+        # drill that does not stop when asked is killed with everything it started (no orphans).
         proc = subprocess.Popen(cmd, cwd=dest, env=env, stdout=subprocess.PIPE, stderr=errors,
-                                stdin=subprocess.DEVNULL, text=True)
+                                stdin=subprocess.DEVNULL, text=True, start_new_session=True)
     except OSError as exc:
         errors.close()
         raise DrillError(f"cannot start the drill of {dest}: {exc}") from None
@@ -93,12 +96,15 @@ def drill_events(
     finally:
         if proc.poll() is None:
             # Stopped early (the consumer closed the generator): SIGTERM lets the drill
-            # stop its own workers; SIGKILL only if it does not exit promptly.
+            # stop its own workers; SIGKILL to its whole group only if it does not exit promptly.
             proc.terminate()
             try:
                 proc.wait(timeout=10)
             except subprocess.TimeoutExpired:
-                proc.kill()
+                try:
+                    os.killpg(proc.pid, signal.SIGKILL)
+                except ProcessLookupError:
+                    pass
                 proc.wait()
         errors.seek(0)
         err = errors.read().strip().splitlines()
