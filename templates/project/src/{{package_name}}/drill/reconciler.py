@@ -100,7 +100,7 @@ class Operator:
         """Every open call answered by the truth, the way the event says; the counts."""
         listing = self._command(["--json"])
         calls = [c for c in (json.loads(listing).get("calls", []) if listing else []) if c["status"] in AWAITING_ANSWER]
-        times = Counter((rid, step) for rid, step, _ in applied_effects(self.data_dir))
+        times = self._times()
         applied = {c["id"] for c in calls if arrived(c["status"], times[(c["record_id"], c["step"])])}
         for c in calls:
             if c["status"] == "resent":
@@ -145,7 +145,7 @@ class Operator:
         """At least once: a call the job had re-sent is settled by any answer; the runs since applied it again?"""
         if not self.resent:
             return
-        times = Counter((rid, step) for rid, step, _ in applied_effects(self.data_dir))
+        times = self._times()
         again = [call for pair, (call, before) in sorted(self.resent.items()) if times[pair] > before]
         if again:
             self.errors.append(f"{len(again)} call(s) the job had already re-sent in doubt were sent again after "
