@@ -121,7 +121,9 @@ def add_arguments(p: argparse.ArgumentParser, strategy: Any = None) -> None:
     p.add_argument("--records", type=positive_int, default=None,
                    help="demo records (default 2000; with --sweep 20 batches' worth of calls, at least 200 calls)")
     p.add_argument("--kills", type=int, default=None,
-                   help="how many times to kill a worker, SIGKILL and SIGTERM mixed (default 10)")
+                   help="how many times to kill a worker, SIGKILL and SIGTERM mixed (default 10); with SIGKILLs "
+                        f"(from 2 kills), up to {schedule_module.WRITES_CUT} more, each just before one of a "
+                        "worker's first writes")
     p.add_argument("--seed", type=int, default=None, help="seed of the fault schedule (default 1)")
     p.add_argument("--sigterm", action="store_true", help="every kill a SIGTERM")
     p.add_argument("--json", action="store_true", help="print the report as JSON")

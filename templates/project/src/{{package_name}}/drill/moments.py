@@ -1,7 +1,8 @@
 """Where some of a schedule's kills land, and what a few of them do besides (schedule.py draws
 them, each with a generator of its own so that the other events of a seed stay as they were):
 kills of a successor still recovering, a SIGTERM just after the service refused a call, one just
-after a store outage, and the kills that damage the newest generation of a checkpoint.
+after a store outage, the kills that damage the newest generation of a checkpoint, and the kills
+workers give themselves at their first writes and calls.
 """
 
 from __future__ import annotations
@@ -27,6 +28,29 @@ REFUSAL_STOPS = 1
 #: moved again, on a worker that rode it out (moment "after-outage"): a deploy just after a database
 #: failover. Its run started again in the same process when the store came back; stopping now, it
 #: must hold nothing, also what the run the outage ended held. Drawn with a generator of its own.
+#: One kill in OWN_KILL_EVERY (at most 3; from 2 kills; SIGKILLs allowed, neither --sigterm nor --aim) is
+#: one the worker gives itself, exactly where a kill timed from outside rarely lands. Armed kills go to
+#: the workers in the order they start, so each lands on the successor of the one before: the first
+#: just before the worker's N-th write of its durable state (``state:N``, N drawn in STATE_POINT),
+#: wherever the code writes (a batch recorded in two transactions where one was meant is cut between
+#: them); with three, the second just before the successor's M-th call goes out (``call:M``, M in
+#: UNSENT_CALL: a call whose intent is recorded and which never went out); the last just before the
+#: next successor's first call (FIRST_CALL), most often its recovery's re-send of what the one before
+#: left in doubt: a re-send cut short must leave the call in doubt, never settled. N is small: the
+#: armed worker dies within its first batches, never holding up the timed events that wait for an
+#: unarmed worker. Drawn with a generator of their own. After the chain every other write in STATE_POINT
+#: is cut once too, each by the next successor (these kills are added to --kills): the second of a
+#: unit's two writes is then cut wherever it falls among the first ones, not only when the draw hits it.
+OWN_KILL_EVERY = 4
+#: With damaged-checkpoint the chain starts at the successor of the first kill that damaged the newest
+#: generation, just before its AFTER_DAMAGE-th write (``state:N``): its first save after falling back is
+#: then cut before its last write, whichever way the design makes it (the damaged generation set aside,
+#: then the new one renamed into place; or the damaged one rotated out, then the new one renamed in).
+AFTER_DAMAGE = 2
+STATE_POINT = (2, 6)
+#: The kills that come on top of --kills with the chain: every write of STATE_POINT but the chain's own.
+WRITES_CUT = STATE_POINT[1] - STATE_POINT[0]
+FIRST_CALL = "call:1"
 #: How a damaged-checkpoint kill leaves the newest generation: cut short, as a torn write leaves
 #: a file, or its recorded offset changed, as a rotten sector could (its checksum no longer holds).
 DAMAGE = ("torn", "rot")
@@ -134,3 +158,25 @@ def damage_some(events: list[dict[str, Any]], rng: random.Random) -> bool:
     for event, how in zip(rng.sample(kills, len(kills)), rng.sample(DAMAGE, len(DAMAGE))):
         event["moment"], event["damage"] = "after-effect", how
     return bool(kills)
+
+
+def own_chain(own_kills: int, final: list[dict[str, Any]], usable: list[str], drawn: random.Random,
+              unsent_call: tuple[int, int], *, cut_writes: bool = True) -> list[dict[str, Any]]:
+    """The kills workers give themselves (OWN_KILL_EVERY), in the order the workers that take them start:
+    the chain, then (``cut_writes``) the rest of STATE_POINT's writes, WRITES_CUT more. ``final``: the
+    reconcile fault's call that never goes out, if any, taken from it when it completes a chain of two."""
+    # Each armed kill goes to the successor of the one before: before a write; before a call (from 3);
+    # before the first call of the next successor, its re-send of that call (from 2).
+    chain = [f"state:{drawn.randint(*STATE_POINT)}", f"call:{drawn.randint(*unsent_call)}", FIRST_CALL]
+    own = [{"kind": "sigkill", "crash_point": point}
+           for point in {0: [], 1: chain[:1], 2: [chain[0], chain[2]], 3: chain}[own_kills]]
+    if own_kills == 2 and len(final) == 2:  # the call that never went out takes the chain's missing link: the
+        own.insert(1, final.pop())         # next successor's first call is then its re-send (at least once)
+    if not own:
+        return own
+    damaged = "damaged-checkpoint" in usable
+    if damaged:  # the chain starts with the worker recovering from the damage, at its first save:
+        own[0]["crash_point"] = f"state:{AFTER_DAMAGE}"  # what the recovery leaves must survive a second crash
+    own += [{"kind": "sigkill", "crash_point": f"state:{n}"} for n in range(STATE_POINT[0], STATE_POINT[1] + 1)
+            if cut_writes and f"state:{n}" != own[0]["crash_point"]]
+    return [dict(e, after="damage") for e in own] if damaged else own

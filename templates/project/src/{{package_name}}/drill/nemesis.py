@@ -58,6 +58,7 @@ class Nemesis(Resubmitting):
         self.done_at_outage_end = 0
         #: Per worker pid: the effects applied when the drill first saw it call (past its start-up).
         self.done_at_first_call: dict[int, int] = {}
+        self.calls_when_seen: dict[int, int] = {}  # pid -> the service's calls when first seen not calling
         #: The service's calls when the last burst of refusals was scheduled (after-refusal stops).
         self.calls_at_refusals = 0
         #: The workers alive when the last store outage ended (they rode it out), each with its calls
@@ -241,10 +242,12 @@ class Nemesis(Resubmitting):
     def _second_start(self, event: dict[str, Any], done: int) -> dict[str, Any] | None:
         """The job started again on a running worker's data directory: it must refuse at once.
         Stopped as soon as it makes a call (it ran), or after SECOND_START_WAIT_S."""
-        # Never beside an armed worker: it could die at its point meanwhile and leave the second free to run.
-        alive = [slot for slot in self.pool.alive() if self.pool.armed[slot] is None]
+        # Never beside an armed worker: it could die at its point meanwhile and leave the second free to run;
+        # nor beside one still starting (no call yet): the second could take the data directory first.
+        alive = [slot for slot in self.pool.alive() if self.pool.armed[slot] is None
+                 and calls_by(self.ctx.data_dir, self.pool.procs[slot].pid)]
         if not alive:
-            return None  # nobody running unarmed: later
+            return None  # nobody at work unarmed: later
         began, first = time.monotonic(), self.pool.procs[alive[0]]
         assert first is not None
         proc = self.pool.start_again(alive[0])

@@ -44,8 +44,8 @@ from ..runtime.errors import JobError
 # The kinds and whether each applies here live in fault_kinds.py; schedule.KINDS etc. stay the names to use.
 from .fault_kinds import DEFAULT_KINDS, FINAL_KINDS, KINDS, SETUP_KINDS, not_applicable  # noqa: F401
 # Where some kills land (a recovery, a refusal) and which damage a checkpoint: moments.py.
-from .moments import (DAMAGE, SERVICE_CALLS, after_outage, after_refusal, damage_some, in_recovery,  # noqa: F401
-                      long_burst)
+from .moments import (AFTER_DAMAGE, DAMAGE, FIRST_CALL, OWN_KILL_EVERY, SERVICE_CALLS, STATE_POINT,  # noqa: F401
+                      WRITES_CUT, after_outage, after_refusal, damage_some, in_recovery, long_burst, own_chain)
 
 FORMAT = 1
 
@@ -82,25 +82,6 @@ MOMENTS = ("anywhere", "after-effect", "after-commit")
 #: the work ran out, it lands in the run the drill extends the work with. Drawn with a generator
 #: of its own, like RECOVERING_EVERY.
 LATE_RESUBMIT_AFTER = (0.02, 0.05)
-#: One kill in OWN_KILL_EVERY (at most 3; from 2 kills; SIGKILLs allowed, neither --sigterm nor --aim) is
-#: one the worker gives itself, exactly where a kill timed from outside rarely lands. Armed kills go to
-#: the workers in the order they start, so each lands on the successor of the one before: the first
-#: just before the worker's N-th write of its durable state (``state:N``, N drawn in STATE_POINT),
-#: wherever the code writes (a batch recorded in two transactions where one was meant is cut between
-#: them); with three, the second just before the successor's M-th call goes out (``call:M``, M in
-#: UNSENT_CALL: a call whose intent is recorded and which never went out); the last just before the
-#: next successor's first call (FIRST_CALL), most often its recovery's re-send of what the one before
-#: left in doubt: a re-send cut short must leave the call in doubt, never settled. N is small: the
-#: armed worker dies within its first batches, never holding up the timed events that wait for an
-#: unarmed worker. Drawn with a generator of their own.
-OWN_KILL_EVERY = 4
-#: With damaged-checkpoint the chain starts at the successor of the first kill that damaged the newest
-#: generation, just before its AFTER_DAMAGE-th write (``state:N``): its first save after falling back is
-#: then cut before its last write, whichever way the design makes it (the damaged generation set aside,
-#: then the new one renamed into place; or the damaged one rotated out, then the new one renamed in).
-AFTER_DAMAGE = 2
-STATE_POINT = (2, 6)
-FIRST_CALL = "call:1"
 #: New work arriving while the workers run lands between these fractions of the expected effects.
 NEW_INPUT_AT = (0.15, 0.6)
 LATE_RESUBMIT_BY = 0.97
@@ -249,20 +230,9 @@ def plan(strategy: Any, settings: Any, *, seed: int, records: int, kills: int, w
         final.append({"kind": "reconcile", "how": drawn.choice(RECONCILE_HOW), "resend_kills": list(RESEND_KILL)})
         if unsent:
             final.append({"kind": "sigkill", "crash_point": f"call:{drawn.randint(*UNSENT_CALL)}"})
-    drawn = random.Random(f"{seed}:state")  # its own generator, like the ones below: the rest stays as it was
-    # A chain, each armed kill going to the successor of the one before: before a write; before a call
-    # (from 3); before the first call of the next successor, its re-send of that call (from 2).
-    chain = [f"state:{drawn.randint(*STATE_POINT)}", f"call:{drawn.randint(*UNSENT_CALL)}", FIRST_CALL]
-    own = [{"kind": "sigkill", "crash_point": point}
-           for point in {0: [], 1: chain[:1], 2: [chain[0], chain[2]], 3: chain}[own_kills]]
-    if own_kills == 2 and len(final) == 2:  # the call that never went out takes the chain's missing link: the
-        own.insert(1, final.pop())         # next successor's first call is then its re-send (at least once)
-    if own and "damaged-checkpoint" in usable:
-        # The chain starts with the worker that recovers from the damage instead, at its first save:
-        # what the recovery leaves behind must survive a second crash.
-        own[0]["crash_point"] = f"state:{AFTER_DAMAGE}"
-        own = [dict(e, after="damage") for e in own]
-    events += own
+    # The kills a worker gives itself (moments.py), with their own generator: the rest stays as it was.
+    events += own_chain(own_kills, final, usable, random.Random(f"{seed}:state"), UNSENT_CALL,
+                        cut_writes=getattr(strategy, "CUT_FIRST_WRITES", True))
     added = max(10, round(records * RESUBMIT_SHARE))  # records the drill adds: new input, after a rebuild
     if "new-input" in usable:
         drawn = random.Random(f"{seed}:new-input")

@@ -93,6 +93,9 @@ knows job.py and the input only.
 ``KILLS_IN_RECOVERY: bool`` (optional, default True)
     whether the drill's default schedule kills some restarted workers while they recover
     (drill/schedule.py); False where a recovery makes no call for seconds (a JVM start).
+``CUT_FIRST_WRITES: bool`` (optional, default True)
+    whether the drill's default schedule also kills workers just before each of their first writes
+    in turn (drill/moments.py, own_chain); False where each of those restarts takes seconds (a JVM start).
 ``drill_report(ctx) -> dict`` (optional)
     the strategy's own figures, added to the drill report (a queue input: messages
     ``redelivered``, ``deduped``, ``rejected``, ``queue_left``).

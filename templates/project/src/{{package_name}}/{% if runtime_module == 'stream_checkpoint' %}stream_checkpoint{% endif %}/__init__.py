@@ -80,6 +80,8 @@ DRILL_SKIPS = {
 #: No timed kill aimed at a recovery (drill/schedule.py): the driver's recovery is a JVM start
 #: that makes no call for seconds, so such a kill would only land in Spark's start again.
 KILLS_IN_RECOVERY = False
+#: Nor the kills at each of a worker's first writes in turn (drill/moments.py): each restart is a JVM start.
+CUT_FIRST_WRITES = False
 
 #: run() prints its own line (records, micro-batches, replays skipped): cli.py's summary is not added.
 PRINTS_RUN_SUMMARY = True
