@@ -51,6 +51,9 @@ the report says why not). schedule.py draws them into a plan; an event's fields,
                      (and another rot), done to the newest checkpoint generation once the worker is
                      dead (strategies with ``drill_damage_newest``); its successor falls back, and
                      is the first of the worker's own kills (``after: damage``, AFTER_DAMAGE)
+    upgrade          from: a schema version. After the workers end (after a rebuild): the project's
+                     upgrade fixture of that version (its newest) continued by this code in
+                     ``<data-dir>/upgrade`` as ``drill --upgrade-from VERSION`` would (upgrade.py)
     power-loss       reserved for the power-loss drill (issue 21): kill and drop what
                      was not fsynced (LazyFS)
 """
@@ -62,6 +65,7 @@ from typing import Any
 from ..runtime import effects
 from ..runtime.store import is_postgresql
 from ..settings import ENV_PREFIX
+from .upgrade_fixture import newest as newest_fixture
 
 #: Every fault kind: what it does and what it proves (drill --help, the docs, the report).
 KINDS: dict[str, str] = {
@@ -108,6 +112,9 @@ KINDS: dict[str, str] = {
                "subscribers where they were, so the last run sends only the new work; then rebuilds killed "
                "before their 2nd and 3rd writes, each followed by new input, a run and a whole rebuild: a killed "
                "rebuild leaves a consistent, shorter projection that the run completes",
+    "upgrade": "after the run, the store an older release left mid-run (the newest upgrade fixture the project "
+               "ships) continued by this code, its worker killed at the schema check, at each migration and at "
+               "the first pass of every persistence point: nothing lost or applied twice across the upgrade",
     "power-loss": "reserved: a kill that also drops every write not fsynced (the power-loss drill)",
 }
 #: The kinds a default drill draws (power-loss is the power-loss drill's own).
@@ -115,7 +122,7 @@ DEFAULT_KINDS = tuple(kind for kind in KINDS if kind != "power-loss")
 #: Kinds that happen once, before the workers start: neither timed nor armed.
 SETUP_KINDS = ("submit-crash",)
 #: Kinds that happen once, after every worker ended: neither timed nor armed.
-FINAL_KINDS = ("reconcile", "rebuild")
+FINAL_KINDS = ("reconcile", "rebuild", "upgrade")
 #: host-lost makes the drill wait out the lease once: drawn only when that is this short (seconds).
 HOST_LOST_MAX_LEASE_S = 10.0
 
@@ -173,6 +180,13 @@ def not_applicable(kind: str, strategy: Any, settings: Any, *, aimed: bool = Fal
         return "--aim arms every worker, and the second start waits for one that cannot die at its point meanwhile"
     if kind == "rebuild" and getattr(strategy, "rebuild", None) is None:
         return "no projection rebuilt from an event log in this strategy (event sourcing has `rebuild`)"
+    if kind == "upgrade":
+        if is_postgresql(settings.database_url):
+            return ("the store an older release left needs an empty database of its own: run `drill --upgrade-from "
+                    "VERSION` on one")
+        if aimed:
+            return "--aim drills the strategy's windows; the upgrade's kills are at persistence points"
+        return newest_fixture(strategy)[1] or None
     if kind == "reconcile" and effects.KIND != "plain":
         return ("only plain calls wait for a person's answer (the others are deduped by their key or looked up by "
                 "the job itself)")

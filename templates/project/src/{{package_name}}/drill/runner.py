@@ -34,8 +34,7 @@ from .history import History
 from .judge import PROBE_DIR, judge, start_oracles, stop_oracles
 from .nemesis import KILLS, Nemesis
 from .preflight import check_hosts, fresh_data_dir, refuse_a_held_workload
-from .rebuilder import KILLED_AT, rebuild
-from .reconciler import Operator
+from .finals import Finals
 from .progress import POLL_S, Progress
 from .report_data import aimed_windows, build_report, signal_name
 from .tally import Tally
@@ -57,7 +56,7 @@ INPUT_ID = "drill-input"
 SCHEDULE_FILE = "drill-schedule.json"
 
 
-class Drill:
+class Drill(Finals):
     def __init__(self, ctx: Context, schedule: schedule_module.Schedule, *, data_dir: Path | None,
                  emit: Callable[[dict[str, Any]], None]) -> None:
         if ctx.strategy is None:
@@ -140,11 +139,7 @@ class Drill:
             for slot in range(plan.workers):
                 self.pool.spawn(slot, self.armed.pop(0) if self.armed else None, done=0)
             self._loop()
-            final = plan.final()
-            self.operator = [self._operator(event) for event in final if event["kind"] == "reconcile"]
-            for event in final:
-                if event["kind"] == "rebuild":
-                    self._rebuild(event)
+            self._finals(plan.final())  # finals.py: a person's answers, a rebuild, an upgrade
         except BaseException:
             stop_oracles(self.oracles)  # the drill itself was stopped: nobody will read the oracle
             raise
@@ -232,36 +227,6 @@ class Drill:
             return False
         return event["kind"] not in (*KILLS, "store-outage") or not (
             (self.tally.pending and event.get("moment") != "recovering") or done <= self.settling)
-
-    def _operator(self, event: dict[str, Any]) -> dict[str, Any]:
-        """Every worker ended: a person answers the calls in doubt, and the job runs again (reconciler.py)."""
-        outcome = Operator(self.drill_ctx.data_dir, self.pool, self.history).play(
-            event, self.progress.applied(), self.progress.calls())
-        self.tally.injected(event, outcome, self.emit, self.t, self.progress.applied())
-        return outcome
-
-    def _rebuild(self, event: dict[str, Any]) -> None:
-        """Every worker ended: an operator rebuilds the projection (rebuilder.py), new input arrives,
-        and the job runs once more (checks/rebuild.py); then, at each of KILLED_AT, a rebuild killed
-        mid-way, new input and the job's run on what it left, and a whole rebuild that compares."""
-        self._rebuild_once(event, None, then_run=True, first=True)
-        for point in KILLED_AT:
-            self._rebuild_once(event, point, then_run=True)
-            self._rebuild_once(event, None, then_run=False)
-
-    def _rebuild_once(self, event: dict[str, Any], killed_at: int | None, *, then_run: bool,
-                      first: bool = False) -> None:
-        done = self.progress.applied()
-        outcome = rebuild(self.drill_ctx, self.progress, killed_at)
-        ran = outcome["code"] == 0 or (killed_at is not None and outcome["code"] == -9)
-        label = f"after-rebuild-{event['n']}-{len(self.records)}"
-        added = self.add_work(event["count"], label) if then_run and ran else None
-        self.history.add("fault", event=event["n"], kind="rebuild", done=done, records=len(added or []), **outcome)
-        if first:  # one fault of the schedule, however many rebuilds it runs
-            self.tally.injected(event, outcome, self.emit, self.t, done)
-        if added:
-            self._start_every_slot(self.progress.applied())
-            self._loop()
 
     def _no_damage_left(self) -> None:
         """No damaging kill left to follow (all landed, or shrunk away): the held kills are armed as the others."""

@@ -42,7 +42,7 @@ from typing import Any
 
 from ..runtime.errors import JobError
 # The kinds and whether each applies here live in fault_kinds.py; schedule.KINDS etc. stay the names to use.
-from .fault_kinds import DEFAULT_KINDS, FINAL_KINDS, KINDS, SETUP_KINDS, not_applicable  # noqa: F401
+from .fault_kinds import DEFAULT_KINDS, FINAL_KINDS, KINDS, SETUP_KINDS, newest_fixture, not_applicable  # noqa: F401
 # Where some kills land (a recovery, a refusal) and which damage a checkpoint: moments.py.
 from .moments import (AFTER_DAMAGE, DAMAGE, FIRST_CALL, OWN_KILL_EVERY, SERVICE_CALLS, STATE_POINT,  # noqa: F401
                       WRITES_CUT, after_outage, after_refusal, damage_some, in_recovery, long_burst, own_chain)
@@ -203,6 +203,9 @@ def plan(strategy: Any, settings: Any, *, seed: int, records: int, kills: int, w
     if "host-lost" in usable and sigterm_only:
         usable.remove("host-lost")
         skipped["host-lost"] = "--sigterm: every kill is a SIGTERM, and a lost machine sends none"
+    if "upgrade" in usable and sigterm_only:
+        usable.remove("upgrade")
+        skipped["upgrade"] = "--sigterm: every kill is a SIGTERM, and the upgrade's are SIGKILLs at persistence points"
     for kind in ("other-host", "host-lost", "service-fail", "service-timeout", "resubmit-same", "resubmit-new",
                  "store-outage", "key-reuse", "scale-out"):  # a new kind goes last: the others' draws stay
         if kind in usable:
@@ -244,6 +247,8 @@ def plan(strategy: Any, settings: Any, *, seed: int, records: int, kills: int, w
                        "seconds": SLOW_FOR_S, "late_ms": SLOW_LATE_MS})
     if "rebuild" in usable:  # after the workers end (after a reconcile): no draw, the other events stay as they were
         events.append({"kind": "rebuild", "count": added})
+    if "upgrade" in usable:  # after the rest: the newest fixture the project ships (fault_kinds.py)
+        events.append({"kind": "upgrade", "from": newest_fixture(strategy)[0]})
     events += final
     # setup first, then the timed ones, the armed ones (in their order), the final ones
     events = sorted(events, key=lambda e: (-1.0 if e["kind"] in SETUP_KINDS else 3.0 if e["kind"] in FINAL_KINDS
@@ -355,6 +360,7 @@ def describe(event: dict[str, Any]) -> str:
              "second-start": lambda e: "the job started again on the data directory of a running worker",
              "scale-out": lambda e: "one more worker started beside the running ones",
              "rebuild": lambda e: f"the projection rebuilt from the events, then {e['count']} new record(s) and a last run",
+             "upgrade": lambda e: f"the store schema version {e['from']} left mid-run, continued by this code with crashes",
              "sigkill": lambda e: (e.get("moment", "") + (f", then the newest checkpoint {e['damage']}"
                                                           if e.get("damage") else "")) if "at" in e else
                                   ("the worker that recovers from the damaged checkpoint"

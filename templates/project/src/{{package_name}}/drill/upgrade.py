@@ -1,8 +1,8 @@
 """The upgrade drill: a store the previous release wrote, killed mid-run, continued by this code.
 
-Every drill else starts on an empty store at the current schema, so a migration that
-breaks a store in use (a running-state column dropped, a claim column renamed) passes
-them all. ``drill --upgrade-from VERSION`` starts instead from an upgrade fixture
+Every other drill starts on an empty store at the current schema, so a migration that
+breaks a store in use (a running-state column dropped, a claim column renamed) would pass
+them all: the default drill ends with this one (its ``upgrade`` fault, continue_fixture). ``drill --upgrade-from VERSION`` starts instead from an upgrade fixture
 (upgrade_fixture.py): the rows a release whose schema version was VERSION left in its
 store when it was killed mid-run, and what it had applied at the external service. The
 current code then continues it, crashing at the first points of its first worker (the
@@ -38,13 +38,12 @@ from ..runtime import faults
 from ..runtime.errors import JobError
 from ..runtime.strategy import Context
 from . import upgrade_fixture
+from .upgrade_fixture import FIXTURES
 from .durability import PROBE_ENV
 from .preflight import fresh_data_dir
 from .segments import CrashPointRun, worker_env
 from .sweep_plan import SweepPlan, Target
 
-#: <project>/tests/fixtures/upgrade (this file is <project>/src/<package>/drill/upgrade.py).
-FIXTURES = Path(__file__).resolve().parents[3] / "tests" / "fixtures" / "upgrade"
 #: Crashes at the first points of the first worker on the old store: its schema check and migrations.
 OPENING = 3
 #: Without --sweep: each point's first pass after a restart, and a small sample beyond.
@@ -86,6 +85,20 @@ def run_upgrade(args: argparse.Namespace, ctx: Context, emit: Callable[[dict[str
     return CrashPointRun(ctx, plan, lambda run_ctx: upgrade_fixture.load(doc, run_ctx), seed=args.seed,
                          work_ms=args.work_ms, data_dir=args.data_dir, emit=emit, fail_rate=args.fail_rate,
                          mode="upgrade", extra=about).run()
+
+
+def continue_fixture(ctx: Context, version: int, data_dir: Path, *, seed: int, work_ms: float) -> dict[str, Any]:
+    """The default drill's ``upgrade`` (finals.py): ``--upgrade-from VERSION`` with its defaults, run in
+    ``data_dir`` once every worker of the drill ended; what it found."""
+    path = fixture_path(str(version))
+    doc = upgrade_fixture.read(path)
+    upgrade_fixture.check(doc, ctx, path)
+    report = CrashPointRun(ctx, SweepPlan(PREFIX, SAMPLE, seed, opening=OPENING),
+                           lambda run_ctx: upgrade_fixture.load(doc, run_ctx), seed=seed, work_ms=work_ms,
+                           data_dir=data_dir, emit=lambda event: None, mode="upgrade").run()
+    return {"from_version": doc["schema_version"], "fixture": path.name, "crashes": report["kills"],
+            "failures": [{"check": f["check"], "message": f["message"]} for f in report["failures"]],
+            "data_dir": str(data_dir)}
 
 
 def summary_lines(report: dict[str, Any]) -> list[str]:

@@ -32,6 +32,9 @@ from ..runtime.strategy import Context
 from ..settings import EFFECT_KIND, PACKAGE
 from . import oracle
 
+#: <project>/tests/fixtures/upgrade (this file is <project>/src/<package>/drill/upgrade_fixture.py).
+FIXTURES = Path(__file__).resolve().parents[3] / "tests" / "fixtures" / "upgrade"
+
 FORMAT = 1
 DATA_DIR_MARK = "{data_dir}"
 PACKAGE_MARK = "{package}"
@@ -170,6 +173,22 @@ def read(path: Path) -> dict[str, Any]:
             if not all(isinstance(n, str) and n.isidentifier() for n in names):
                 raise JobError(f"{path}: table {table!r} has a name or column that is not a plain identifier")
     return doc
+
+
+def newest(strategy: Any) -> tuple[int | None, str]:
+    """The schema version of the newest fixture this project ships, if it can continue it (the default
+    drill's ``upgrade``); None and why not."""
+    versions = sorted(int(p.stem[1:]) for p in FIXTURES.glob("v*.json") if p.stem[1:].isdigit()) \
+        if FIXTURES.is_dir() else []
+    if not versions:
+        return None, (f"no upgrade fixture in tests/fixtures/upgrade: save one with `python -m {PACKAGE} drill "
+                      "--save-upgrade-fixture` before the schema changes, and this drill continues it")
+    path = FIXTURES / f"v{versions[-1]}.json"
+    try:
+        check(read(path), Context(data_dir=FIXTURES, settings=None, strategy=strategy), path)  # type: ignore[arg-type]
+    except JobError as exc:
+        return None, str(exc)
+    return versions[-1], ""
 
 
 def check(doc: dict[str, Any], ctx: Context, path: Path) -> None:

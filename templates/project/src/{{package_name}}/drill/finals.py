@@ -1,0 +1,85 @@
+"""What the drill does once every worker ended (the schedule's final events, fault_kinds.FINAL_KINDS):
+a person answers the calls in doubt (reconcile, reconciler.py), an operator rebuilds the projection
+(rebuild, rebuilder.py), and a store an older release left is continued by this code (upgrade,
+upgrade.py). Mixed into runner.Drill, whose state it reads (set in Drill.run).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from ..runtime.strategy import Context
+from .history import History
+from .progress import Progress
+from .rebuilder import KILLED_AT, rebuild
+from .reconciler import Operator
+from .tally import Tally
+from .upgrade import continue_fixture
+from .workers import Pool
+
+
+class Finals:
+    """Mixed into runner.Drill."""
+
+    ctx: Context  # the project's
+    drill_ctx: Context  # the drill's own (its data directory, its service)
+    schedule: Any
+    pool: Pool
+    history: History
+    progress: Progress
+    tally: Tally
+    emit: Callable[[dict[str, Any]], None]
+    t: Callable[[], float]
+    records: list[dict[str, Any]]
+    operator: list[dict[str, Any]]
+    add_work: Callable[[int, str], list[dict[str, Any]] | None]
+    _start_every_slot: Callable[..., None]
+    _loop: Callable[[], None]
+
+    def _finals(self, final: list[dict[str, Any]]) -> None:
+        self.operator = [self._operator(event) for event in final if event["kind"] == "reconcile"]
+        for event in final:
+            if event["kind"] == "rebuild":
+                self._rebuild(event)
+            elif event["kind"] == "upgrade":
+                self._upgrade(event)
+
+    def _operator(self, event: dict[str, Any]) -> dict[str, Any]:
+        """Every worker ended: a person answers the calls in doubt, and the job runs again (reconciler.py)."""
+        outcome = Operator(self.drill_ctx.data_dir, self.pool, self.history).play(
+            event, self.progress.applied(), self.progress.calls())
+        self.tally.injected(event, outcome, self.emit, self.t, self.progress.applied())
+        return outcome
+
+    def _rebuild(self, event: dict[str, Any]) -> None:
+        """Every worker ended: an operator rebuilds the projection (rebuilder.py), new input arrives,
+        and the job runs once more (checks/rebuild.py); then, at each of KILLED_AT, a rebuild killed
+        mid-way, new input and the job's run on what it left, and a whole rebuild that compares."""
+        self._rebuild_once(event, None, then_run=True, first=True)
+        for point in KILLED_AT:
+            self._rebuild_once(event, point, then_run=True)
+            self._rebuild_once(event, None, then_run=False)
+
+    def _rebuild_once(self, event: dict[str, Any], killed_at: int | None, *, then_run: bool,
+                      first: bool = False) -> None:
+        done = self.progress.applied()
+        outcome = rebuild(self.drill_ctx, self.progress, killed_at)
+        ran = outcome["code"] == 0 or (killed_at is not None and outcome["code"] == -9)
+        label = f"after-rebuild-{event['n']}-{len(self.records)}"
+        added = self.add_work(event["count"], label) if then_run and ran else None
+        self.history.add("fault", event=event["n"], kind="rebuild", done=done, records=len(added or []), **outcome)
+        if first:  # one fault of the schedule, however many rebuilds it runs
+            self.tally.injected(event, outcome, self.emit, self.t, done)
+        if added:
+            self._start_every_slot(self.progress.applied())
+            self._loop()
+
+    def _upgrade(self, event: dict[str, Any]) -> None:
+        """Every worker ended: the store an older release left mid-run, continued by this code with
+        crashes in a directory of its own (upgrade.py); its findings are the ``upgrade`` check's."""
+        done = self.progress.applied()
+        outcome = continue_fixture(self.ctx, int(event["from"]), self.drill_ctx.data_dir / "upgrade",
+                                   seed=self.schedule.seed, work_ms=self.schedule.work_ms)
+        self.history.add("fault", event=event["n"], kind="upgrade", done=done, **outcome)
+        self.tally.injected(event, outcome, self.emit, self.t, done)
