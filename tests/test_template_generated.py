@@ -38,6 +38,7 @@ import pytest
 from advisor import scaffold
 from advisor.errors import DrillError
 from suite_share import DRILLS, STRATEGY_DRILLS, STREAM_DRILLS, STREAM_KEPT, VARIANT_DRILLS, leaving_out_drills_but
+from drill_kills import planned_kills
 
 pytestmark = pytest.mark.slow
 
@@ -245,15 +246,14 @@ def test_scaffold_streams_the_drill(tmp_path: Path) -> None:
     # restarted and recovered; the other faults as "fault" events.
     moved = report["faults"].get("other-host", {}).get("injected", 0)
     # and one just before each of a worker's first writes but the chain's own (drill/moments.py, WRITES_CUT)
-    cut = 4
-    assert kinds.count("kill") == 3 + cut + moved == kinds.count("recovered"), kinds
+    assert kinds.count("kill") == planned_kills(3, "checkpoint") + moved == kinds.count("recovered"), kinds
     assert kinds.count("fault") >= 4, kinds  # the service refusing and timing out, a resubmission, an outage
     progress = [e for e in events if e["event"] == "progress"]
     # the total grows only when the drill adds records (new input while the workers run, an extension)
     assert progress and progress[0]["total"] == 800 and all(0 <= e["done"] <= e["total"] for e in progress)
     assert [e["total"] for e in progress] == sorted(e["total"] for e in progress)
     assert report["ok"] is True and report["lost"] == 0 and report["duplicate_effects"] == 0
-    assert report["kills"] == 3 + cut and report["strategy"] == "checkpoint"
+    assert report["kills"] == planned_kills(3, "checkpoint") and report["strategy"] == "checkpoint"
     # docs/generated-project.md documents every key the drill really reports.
     contract = (Path(__file__).resolve().parents[1] / "docs" / "generated-project.md").read_text()
     undocumented = [key for key in report if key != "event" and f"`{key}`" not in contract]
