@@ -45,9 +45,13 @@ def clean_stop(worker: dict[str, Any] | None) -> bool:
 
 def how(worker: dict[str, Any]) -> str:
     signal = worker["ended"].get("signal")
-    rode = (" (it had ridden out a store outage and called the service since: back at work, it never took "
-            "back what the interrupted run held)") if worker.get("outages") else ""
-    return (f"after {signal}" if signal else "after finishing its work") + rode
+    if not worker.get("outages"):
+        return f"after {signal}" if signal else "after finishing its work"
+    if signal:
+        return (f"after {signal} (it had ridden out a store outage and called the service since: back at work, "
+                "it never took back what the interrupted run held)")
+    return ("after finishing its work (it had ridden out a store outage; the run that started again ended "
+            "without taking back what the interrupted run held)")
 
 
 def back_at_work(worker: dict[str, Any], calls: list[Call]) -> bool:
@@ -62,8 +66,10 @@ def back_at_work(worker: dict[str, Any], calls: list[Call]) -> bool:
 
 
 def check_held(workers: list[dict[str, Any]], calls: list[Call]) -> list[Failure]:
-    """A run that returned 0 holds nothing, also after riding out a store outage (back_at_work)."""
-    holding = [w for w in workers if w.get("ended") and w["ended"].get("code") == 0 and back_at_work(w, calls)
+    """A run that returned 0 holds nothing, also after riding out a store outage: once back at work
+    (back_at_work) if it was asked to stop, always if it ended on its own (its work was done)."""
+    holding = [w for w in workers if w.get("ended") and w["ended"].get("code") == 0
+               and (not w["ended"].get("signal") or back_at_work(w, calls))
                and isinstance(w["ended"].get("held"), list) and w["ended"]["held"]]
     if not holding:
         return []
