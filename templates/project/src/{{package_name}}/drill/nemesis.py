@@ -58,7 +58,6 @@ class Nemesis(Resubmitting):
         self.done_at_outage_end = 0
         #: Per worker pid: the effects applied when the drill first saw it call (past its start-up).
         self.done_at_first_call: dict[int, int] = {}
-        self.calls_when_seen: dict[int, int] = {}  # pid -> the service's calls when first seen not calling
         #: The service's calls when the last burst of refusals was scheduled (after-refusal stops).
         self.calls_at_refusals = 0
         #: The workers alive when the last store outage ended (they rode it out), each with its calls

@@ -21,9 +21,6 @@ from .workers import Pool
 #: The first call of a record that came again before it was done is answered this late (resubmit-new
 #: pending): long beside a call's few milliseconds, short beside any lease.
 SLOW_ANSWER_S = 0.5
-#: A worker that has not called the service while the others called it this many times is not one
-#: that calls it (the late resubmission's "newest worker" is then the newest that does).
-SILENT_CALLS = 50
 
 
 class Resubmitting:
@@ -40,7 +37,6 @@ class Resubmitting:
     last_queued: tuple[float, int] | None
     done_at_outage_end: int
     done_at_first_call: dict[int, int]
-    calls_when_seen: dict[int, int]
     expected: Callable[[], int]
 
     # --------------------------------------------------------------- resubmitting
@@ -104,20 +100,16 @@ class Resubmitting:
 
     def _newest_called(self) -> int | None:
         """The effects applied when the newest live worker was first seen calling; None while it has
-        not called yet (or no worker is alive). One that others outcalled SILENT_CALLS times since it
-        was first seen is passed over for the next newest: another one does the service's work (an
-        event store's one subscriber)."""
-        for slot in sorted(self.pool.alive(), key=lambda slot: -self.pool.spawned_at[slot]):
-            pid = self.pool.procs[slot].pid  # type: ignore[union-attr]
-            if pid not in self.done_at_first_call:
-                if not calls_by(self.ctx.data_dir, pid):
-                    seen = self.calls_when_seen.setdefault(pid, self.progress.calls())
-                    if self.progress.calls() - seen < SILENT_CALLS:
-                        return None  # still starting up, maybe: later
-                    continue
-                self.done_at_first_call[pid] = self.progress.applied()
-            return self.done_at_first_call[pid]
-        return None
+        not called yet (or no worker is alive)."""
+        alive = self.pool.alive()
+        if not alive:
+            return None
+        pid = self.pool.procs[max(alive, key=lambda slot: self.pool.spawned_at[slot])].pid  # type: ignore[union-attr]
+        if pid not in self.done_at_first_call:
+            if not calls_by(self.ctx.data_dir, pid):
+                return None
+            self.done_at_first_call[pid] = self.progress.applied()
+        return self.done_at_first_call[pid]
 
     def _submit(self, event: dict[str, Any], chunk: list[dict[str, Any]], correlation_id: str | None, done: int,
                 *, same: bool, pending: bool = False) -> dict[str, Any] | None:
