@@ -43,7 +43,7 @@ from typing import Any
 
 from .. import settings as settings_module
 from ..runtime import faults
-from ..runtime.arguments import fraction, non_negative_float, non_negative_int, positive_int
+from ..runtime.arguments import fraction, non_negative_float, non_negative_int, positive_float, positive_int
 from ..runtime.errors import JobError
 from ..runtime.store import is_postgresql
 from ..runtime.strategy import Context
@@ -148,6 +148,9 @@ def add_arguments(p: argparse.ArgumentParser, strategy: Any = None) -> None:
     p.add_argument("--replay", type=Path, default=None, metavar="FILE",
                    help="run exactly the schedule in FILE (a drill-schedule.json an earlier drill wrote, or the "
                         "smallest failing one it printed)")
+    p.add_argument("--stall-s", type=positive_float, default=None, metavar="S",
+                   help="call the run stalled (a failure) and stop its workers after S seconds with no call, no "
+                        "effect and no worker starting or ending (default: 120, or 4 leases if that is longer)")
     p.add_argument("--no-shrink", action="store_true",
                    help="when the drill fails, do not look for a smaller failing schedule")
     p.add_argument("--data-dir", type=Path, default=None,
@@ -202,7 +205,7 @@ def schedule_from(args: argparse.Namespace, ctx: Context) -> schedule_module.Sch
         if shaped:
             raise JobError(f"--replay runs the schedule as written; drop --{shaped[0].replace('_', '-')} "
                            "(the file says it)")
-        return schedule_module.load(args.replay, ctx.strategy.NAME)
+        return with_stall(schedule_module.load(args.replay, ctx.strategy.NAME), args)
     o = {**DEFAULTS, **given}
     if o["kills"] < 0:
         raise JobError("--kills must be zero or more")
@@ -216,6 +219,13 @@ def schedule_from(args: argparse.Namespace, ctx: Context) -> schedule_module.Sch
     if args.only and not plan.kinds:
         why = "; ".join(f"{k}: {reason}" for k, reason in plan.skipped.items())
         raise JobError(f"--only {', '.join(args.only)}: not applicable to this project ({why})")
+    return with_stall(plan, args)
+
+
+def with_stall(plan: schedule_module.Schedule, args: argparse.Namespace) -> schedule_module.Schedule:
+    """--stall-s, when given, also for a replay (how long to wait is no part of what the schedule tests)."""
+    if getattr(args, "stall_s", None) is not None:
+        plan.stall_s = args.stall_s
     return plan
 
 
@@ -246,6 +256,9 @@ def run_drill(args: argparse.Namespace, ctx: Context) -> int:
                 # Every smaller try submits its input again, into the same database: it would collide.
                 print("not shrunk: each smaller try needs an empty database of its own; rerun the schedule below "
                       "on one", file=sys.stderr, flush=True)
+            elif report.get("stalled"):
+                print(f"not shrunk: the run stalled, and every smaller try would wait {report['stalled']['limit_s']:g} s "
+                      "for it too", file=sys.stderr, flush=True)
             else:
                 if not args.events:
                     print(f"the drill failed ({', '.join(sorted({f['check'] for f in report['failures']}))}); "

@@ -31,6 +31,8 @@ the report says why not). schedule.py draws them into a plan; an event's fields,
     store-outage     hold_s: the state store's write lock held until no effect was applied
                      for that long (SQLite; the workers waited past busy_timeout)
     key-reuse        an idempotency key of a done record, with a different request
+    malformed-input  flaws (file input): the flaws of the files given to ``submit --file``, a queue's
+                     input: every kind of malformed message (bad_input.py)
     redelivery       queue input: armed window after_commit_before_ack (a message
                      committed, not acked: the broker delivers it again)
     submit-crash     crash_at: last. Before the workers start (neither timed nor armed): the
@@ -90,6 +92,10 @@ KINDS: dict[str, str] = {
     "store-outage": "the state store taken away for longer than busy_timeout (SQLite: another connection holds "
                     "the write lock): the workers ride it out",
     "key-reuse": "an idempotency key reused with a different request: refused",
+    "malformed-input": "input that can never be worked on arrives mid-run (a line cut off, a record without its id "
+                       "or with a field of the wrong type, one id twice; a message that is not JSON or has no "
+                       "correlation id): a file is refused whole with exit 2, a queue's message dead-lettered once, "
+                       "and the run goes on",
     "redelivery": "a consumer killed after its commit, before its ack: the broker delivers the message again",
     "submit-crash": "the input submitted by a process killed just before its last commit, then submitted again "
                     "under the same correlation id (a producer crashing and retrying): every record queued once",

@@ -21,6 +21,7 @@ from ..runtime.external import ExternalService
 from ..runtime.service_log import calls_by
 from ..runtime.store import STATE_DB
 from ..runtime.strategy import Context
+from . import bad_input
 from .history import History
 from .progress import Progress
 from .resubmitting import Resubmitting
@@ -335,6 +336,15 @@ class Nemesis(Resubmitting):
         self.history.add("new-input", event=event["n"], correlation_id=f"drill-new-input-{event['n']}",
                          records=len(extra), first=str(extra[0]["record_id"]), done=done)
         return {"outcome": "added", "records": len(extra)}
+
+    def _malformed_input(self, event: dict[str, Any], done: int) -> dict[str, Any] | None:
+        """Input that can never be worked on, sent while the workers run (bad_input.py)."""
+        if not self.pool.alive():
+            return None  # nobody running: later (a consumer must meet the messages)
+        outcome = bad_input.inject(self.ctx, self.pool.base_env, event)
+        if outcome is not None:
+            self.history.add("fault", event=event["n"], kind=event["kind"], done=done, **outcome)
+        return outcome
 
     # ---------------------------------------------------------------- the store
     def _store_outage(self, event: dict[str, Any], done: int) -> dict[str, Any] | None:

@@ -37,6 +37,8 @@ from .preflight import check_hosts, fresh_data_dir, refuse_a_held_workload
 from .finals import Finals
 from .progress import POLL_S, Progress
 from .report_data import aimed_windows, build_report, signal_name
+from .stall import Stall
+from .stall import message as stall_message
 from .tally import Tally
 from .verdict import failure
 from .workers import HOST_DIR, Pool, worker_env
@@ -134,12 +136,14 @@ class Drill(Finals):
         self.nemesis = Nemesis(ctx, self.pool, self.progress, history, records=records, input_id=self.input_id,
                                expected=self._expected_count, work_ms=plan.work_ms, add_work=self.add_work)
         self.watch = ClaimsWatch(ctx, history, lambda: self.nemesis.busy)
+        self.stall = Stall(self.ctx.settings.lease_s, plan.stall_s)
         started = time.monotonic()
         try:
             for slot in range(plan.workers):
                 self.pool.spawn(slot, self.armed.pop(0) if self.armed else None, done=0)
             self._loop()
-            self._finals(plan.final())  # finals.py: a person's answers, a rebuild, an upgrade
+            # finals.py: a person's answers, a rebuild, an upgrade; none asked of a stalled run (stopped)
+            self._finals(plan.final() if self.stall.found is None else [])
         except BaseException:
             stop_oracles(self.oracles)  # the drill itself was stopped: nobody will read the oracle
             raise
@@ -166,6 +170,9 @@ class Drill(Finals):
             report.update(extras(ctx))
         report["operator"] = self.operator
         report["failures"] = judge(ctx, self.ctx.settings, data_dir, report, expected, records, self.oracles, state)
+        report["stalled"] = self.stall.found
+        if self.stall.found is not None:
+            report["failures"].insert(0, failure("stalled", stall_message(self.stall.found)))
         if state.get("unreadable"):
             report["unreadable_store"] = state["unreadable"]
             report["failures"].insert(0, failure("store_corrupt", "after the run the strategy cannot read what it "
@@ -187,6 +194,8 @@ class Drill(Finals):
             if now - last_progress >= PROGRESS_EVERY_S:
                 last_progress = now
                 self.emit({"event": "progress", "done": done, "total": self._expected_count(), "t": self.t()})
+                if self._stalled(done, now):
+                    return
             if not anyone_was_alive and not self.pool.alive():
                 self.nemesis.tick(end=True)  # nobody left to ride an outage out: the store is back
                 undone = self._undone()
@@ -215,6 +224,19 @@ class Drill(Finals):
                     self._no_damage_left()
                     continue
             time.sleep(POLL_S)
+
+    def _stalled(self, done: int, now: float) -> bool:
+        """Has the run stopped moving (stall.py)? Then its workers are stopped, and the verdict says so."""
+        alive = self.pool.alive()
+        mark = (done, self.progress.calls(), tuple(self.pool.procs[s].pid for s in alive))  # type: ignore[union-attr]
+        still = self.stall.still_for(mark, paused=self.nemesis.busy or not alive, now=now)
+        if still is None:
+            return False
+        found = self.stall.stop(still, done, self._expected_count(), len(alive))
+        self.history.add("stalled", **found)
+        self.emit({"event": "stalled", "t": self.t(), **found})
+        self.pool.stop_all()
+        return True
 
     def _due(self, event: dict[str, Any], done: int) -> bool:
         """Is the next timed event's moment here? A kill waits for the last restart's recovery (unless

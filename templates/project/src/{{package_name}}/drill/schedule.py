@@ -42,6 +42,7 @@ from typing import Any
 
 from ..runtime.errors import JobError
 # The kinds and whether each applies here live in fault_kinds.py; schedule.KINDS etc. stay the names to use.
+from .bad_input import FILE_FLAWS
 from .fault_kinds import DEFAULT_KINDS, FINAL_KINDS, KINDS, SETUP_KINDS, newest_fixture, not_applicable  # noqa: F401
 # Where some kills land (a recovery, a refusal) and which damage a checkpoint: moments.py.
 from .moments import (AFTER_DAMAGE, DAMAGE, FIRST_CALL, OWN_KILL_EVERY, SERVICE_CALLS, STATE_POINT,  # noqa: F401
@@ -98,6 +99,8 @@ SLOW_LATE_MS = 250
 #: and its second one are then next to each other in the queue, taken by two workers at once
 #: unless the claim keeps a task waiting while another of its business key runs.
 PENDING_RESUBMIT_AT = (0.75, 0.88)
+#: Malformed input (bad_input.py) arrives between these fractions of the expected effects.
+MALFORMED_AT = (0.1, 0.7)
 
 
 @dataclass
@@ -114,6 +117,8 @@ class Schedule:
     skipped: dict[str, str] = field(default_factory=dict)
     events: list[dict[str, Any]] = field(default_factory=list)
     format: int = FORMAT
+    #: --stall-s: how long a run may stand still before the drill calls it stalled (None: stall.py's default).
+    stall_s: float | None = None
 
     def timed(self) -> list[dict[str, Any]]:
         """The events the drill injects, in the order they come due. A refusal is held only for the
@@ -245,6 +250,9 @@ def plan(strategy: Any, settings: Any, *, seed: int, records: int, kills: int, w
     if "service-slow" in usable:  # its own generator: the other events stay as they were
         events.append({"kind": "service-slow", "at": round(random.Random(f"{seed}:slow").uniform(*SLOW_AT), 4),
                        "seconds": SLOW_FOR_S, "late_ms": SLOW_LATE_MS})
+    if "malformed-input" in usable:  # its own generator: the other events stay as they were
+        drawn = random.Random(f"{seed}:malformed")
+        events.append({"kind": "malformed-input", "at": round(drawn.uniform(*MALFORMED_AT), 4), "flaws": list(FILE_FLAWS)})
     if "rebuild" in usable:  # after the workers end (after a reconcile): no draw, the other events stay as they were
         events.append({"kind": "rebuild", "count": added})
     if "upgrade" in usable:  # after the rest: the newest fixture the project ships (fault_kinds.py)
@@ -351,6 +359,8 @@ def describe(event: dict[str, Any]) -> str:
                                        + (" (the latest done)" if e.get("latest") else ""),
              "store-outage": lambda e: f"write lock held until the workers stalled {e['hold_s']} s",
              "new-input": lambda e: f"{e['count']} new record(s) submitted while the workers run",
+             "malformed-input": lambda e: "files with a flaw (" + ", ".join(e.get("flaws") or []) + ") or malformed "
+                                          "messages",
              "submit-crash": lambda e: "killed just before its last persistence point, then submitted again",
              "reconcile": lambda e: ("calls in doubt answered " + ("one by one" if e.get("how") == "each"
                                                                     else "from the service's export")

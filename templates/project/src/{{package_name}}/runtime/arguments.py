@@ -36,6 +36,13 @@ def non_negative_float(text: str) -> float:
     return value
 
 
+def positive_float(text: str) -> float:
+    value = non_negative_float(text)
+    if value == 0 or value == float("inf"):
+        raise argparse.ArgumentTypeError(f"{text} must be a number above zero")
+    return value
+
+
 def fraction(text: str) -> float:
     """A probability in [0, 1)."""
     value = non_negative_float(text)

@@ -225,7 +225,7 @@ class Effects:
             return self._send(record_id, step, key, payload, None)
         status = row["status"]
         if status == "applied":  # a person said it got through
-            return {"status": "applied", "record_id": record_id, "step": step, "reconciled": True}
+            return {"status": "applied", "record_id": record_id, "step": step, "reference": None, "reconciled": True}
         if status in ("sending", "resent", "releasing") and POLICY == "at-least-once":
             # In doubt: sent again, and counted as a possible duplicate.
             before = dict(row)
@@ -237,7 +237,7 @@ class Effects:
             if status != "in_doubt":
                 self.ledger.set(row, "in_doubt", doubt=True)
                 metrics.call("held_in_doubt")
-            return {"status": "in_doubt", "record_id": record_id, "step": step, "call_key": key}
+            return {"status": "in_doubt", "record_id": record_id, "step": step, "reference": None, "call_key": key}
         if status == "not_applied":  # a person said it never got through: send it now
             before = dict(row)
             self.ledger.set(row, "releasing", sends=row["sends"] + 1)
@@ -245,7 +245,8 @@ class Effects:
             answer = self._send(record_id, step, key, payload, before)
             self.ledger.set(row, "released")
             return answer
-        return {"status": status, "record_id": record_id, "step": step, "call_key": key}  # released, resolved
+        return {"status": status, "record_id": record_id, "step": step, "reference": None,  # released, resolved
+                "call_key": key}
 
     def _send(self, record_id: str, step: str, key: str, payload: Any,
               before: dict[str, Any] | None) -> dict[str, Any]:

@@ -73,6 +73,8 @@ DRILL_SKIPS = {
     "resubmit-same": "the drill's input is the demo's landing files (no correlation id); a file submitted twice "
                      "under one id is tested by test_submit.py",
     "submit-crash": "the drill's input is the demo's landing files (no correlation id to submit again under)",
+    "malformed-input": "the drill's input is the demo's landing files, written by the drill itself; `submit --file` "
+                       "refusing a flawed file whole is tested by test_submit.py",
     "second-start": "one Spark driver per checkpoint location, and `run` takes no lock against a second one (Spark's "
                     "own commit log refuses some conflicting batches): run one at a time",
 }

@@ -33,10 +33,10 @@ from __future__ import annotations
 
 from .broker import BadMessage, connect, declare, parse
 from .consumer import FINISHED, Consumer, run
-from .drill_queue import data_dir_queue, drill_report, drill_republish, drill_submit
+from .drill_queue import POISON_HEADER, data_dir_queue, drill_publish_raw, drill_report, drill_republish, drill_submit
 
-__all__ = ["FINISHED", "WINDOWS", "BadMessage", "Consumer", "connect", "data_dir_queue", "declare", "drill_report",
-           "drill_republish", "drill_submit", "parse", "run"]
+__all__ = ["FINISHED", "POISON_HEADER", "WINDOWS", "BadMessage", "Consumer", "connect", "data_dir_queue", "declare",
+           "drill_publish_raw", "drill_report", "drill_republish", "drill_submit", "parse", "run"]
 
 #: The consumer's critical windows (added to the strategy's WINDOWS; drill --aim).
 WINDOWS = {

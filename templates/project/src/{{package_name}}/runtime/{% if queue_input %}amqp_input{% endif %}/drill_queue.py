@@ -132,6 +132,52 @@ def drill_republish(ctx: Context, records: list[dict[str, Any]], first: int, cou
     return ids
 
 
+#: The header that marks the drill's malformed messages (drill/bad_input.py): each is told apart in
+#: the dead-letter queue by it, also one without a correlation id.
+POISON_HEADER = "x-drill-malformed"
+
+
+def drill_publish_raw(ctx: Context, messages: list[tuple[bytes, str | None, str]]) -> None:
+    """The drill's malformed-input fault on a queue (drill/bad_input.py): each ``(body, correlation id or
+    None, name)`` published as it is, persistent, marked with POISON_HEADER = name. TransientError when
+    the broker is away: nothing was published (the transaction was not committed); the drill tries later."""
+    queue, _ = queue_of(ctx)
+    try:
+        connection = connect(ctx)
+    except amqp_errors.AMQPConnectionError as exc:
+        raise TransientError(f"the broker at {where(ctx)} is away ({why(exc)})") from None
+    try:
+        channel = connection.channel()
+        channel.tx_select()
+        for body, cid, name in messages:
+            channel.basic_publish("", queue, body, pika.BasicProperties(
+                delivery_mode=pika.DeliveryMode.Persistent, correlation_id=cid, content_type="application/json",
+                headers={POISON_HEADER: name}))
+        channel.tx_commit()
+    except amqp_errors.AMQPError as exc:
+        raise TransientError(f"the broker at {where(ctx)} failed while the drill published malformed input "
+                             f"({why(exc)})") from None
+    finally:
+        if connection.is_open:
+            connection.close()
+
+
+def _dead_letters(channel: Any, queue: str) -> dict[str, Any]:
+    """What ``<queue>.rejected`` holds: the drill's malformed messages by name (how many copies of
+    each) and how many others. Read without an ack: closing the channel puts every one back."""
+    poison: dict[str, int] = {}
+    other: list[str] = []
+    while True:
+        method, props, _ = channel.basic_get(f"{queue}.rejected", auto_ack=False)
+        if method is None:
+            return {"malformed": poison, "other": len(other), "other_ids": other[:5]}
+        name = (props.headers or {}).get(POISON_HEADER)
+        if name:
+            poison[str(name)] = poison.get(str(name), 0) + 1
+        else:
+            other.append(str(props.correlation_id))
+
+
 def drill_report(ctx: Context) -> dict[str, Any]:
     """The queue's figures for the drill report: messages seen again (redelivered), found already
     submitted (deduped), rejected, and what is left in the queue (0 when every message was acked)."""
@@ -145,10 +191,13 @@ def drill_report(ctx: Context) -> dict[str, Any]:
             store.close()
     queue, _ = queue_of(ctx)
     left: int | None = None
+    dead: dict[str, Any] | None = None
     try:
         connection = connect(ctx)
         try:
-            left = int(connection.channel().queue_declare(queue, passive=True).method.message_count)
+            channel = connection.channel()
+            left = int(channel.queue_declare(queue, passive=True).method.message_count)
+            dead = _dead_letters(channel, queue)
         finally:
             connection.close()
     except (amqp_errors.AMQPError, JobError):
@@ -157,7 +206,7 @@ def drill_report(ctx: Context) -> dict[str, Any]:
     messages = json.loads(pinned.read_text(encoding="utf-8")).get("messages") if pinned.is_file() else None
     return {"input_source": "rabbitmq", "queue": queue, "messages": messages,
             "redelivered": counts.get("redelivered", 0), "deduped": counts.get("deduped", 0),
-            "rejected": counts.get("rejected", 0), "queue_left": left}
+            "rejected": counts.get("rejected", 0), "queue_left": left, "dead_lettered": dead}
 
 
 def data_dir_queue(data_dir: Path) -> str | None:

@@ -1,0 +1,135 @@
+"""The malformed-input fault: input that can never be worked on arrives while the workers run.
+
+Producers send broken input: a line cut off when they crashed mid-write, a record without
+its id, a field of the wrong type, one id twice. The job must refuse it whole and lose
+nothing else:
+
+* a file given to ``submit --file`` (the CLI, as a user runs it) is refused with exit 2
+  and a message naming the line, no traceback, and queues none of its records;
+* a queue's malformed message is rejected and dead-lettered to ``<queue>.rejected``
+  once, never put back on the queue (where it would come back for ever) and never
+  half worked on; the consumer goes on with the other messages.
+
+The good records inside broken input carry ids of their own (``malformed-...``): any
+effect of theirs is an ``unexpected_effects`` failure. checks/bad_input.py judges the rest.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from typing import Any
+
+from .. import settings as settings_module
+from ..job import RECORD_FIELDS, demo_records
+from ..runtime.errors import JobError, TransientError
+from ..runtime.strategy import Context
+
+#: The flaws of the files an event submits, one file each (a refused submit takes about 0.1 s).
+FILE_FLAWS = ("cut-line", "no-id", "wrong-type", "duplicate-id")
+#: How long one refused `submit --file` may take (an interpreter's start and a read).
+SUBMIT_TIMEOUT_S = 60.0
+DIR = "drill-malformed"
+
+
+def good(record_id: str) -> dict[str, Any]:
+    """A record the job would take, under an id no other input has."""
+    return {**demo_records(1)[0], "record_id": record_id}
+
+
+def flawed(flaw: str, name: str) -> dict[str, Any] | None:
+    """One record with ``flaw`` (None: this job declares no field to give a wrong type)."""
+    if flaw == "no-id":
+        return {k: v for k, v in good(name).items() if k != "record_id"}
+    if flaw == "wrong-type":
+        if not RECORD_FIELDS:
+            return None
+        field, kind = next(iter(RECORD_FIELDS.items()))
+        return {**good(name), field: 12 if kind is str else "not-a-" + kind.__name__}
+    return good(name)
+
+
+def records_with(flaw: str, tag: str) -> list[dict[str, Any]] | None:
+    """Three good records and the flawed one third (a duplicate id: the first's again)."""
+    first = [good(f"malformed-{tag}-{i}") for i in (1, 2)]
+    if flaw == "duplicate-id":
+        return [*first, good(f"malformed-{tag}-1"), good(f"malformed-{tag}-4")]
+    bad = flawed(flaw, f"malformed-{tag}-3")
+    return None if bad is None else [*first, bad, good(f"malformed-{tag}-4")]
+
+
+def file_text(flaw: str, tag: str) -> str | None:
+    """The submitted file (JSON lines): with a cut line, the last one ends mid-record."""
+    if flaw == "cut-line":
+        lines = [json.dumps(good(f"malformed-{tag}-{i}")) for i in (1, 2, 3, 4)]
+        return "".join(line + "\n" for line in lines[:3]) + lines[3][: len(lines[3]) // 2]
+    found = records_with(flaw, tag)
+    return None if found is None else "".join(json.dumps(r) + "\n" for r in found)
+
+
+def submit_files(ctx: Context, env: dict[str, str], flaws: list[str], event: int) -> list[dict[str, Any]]:
+    """Each flawed file submitted with the project's CLI: its exit code, what it printed, and how
+    many tasks it queued (the store's total before and after)."""
+    where = ctx.data_dir / DIR
+    where.mkdir(exist_ok=True)
+    cases = []
+    for flaw in flaws:
+        text = file_text(flaw, f"{event}-{flaw}")
+        if text is None:
+            continue
+        path = where / f"event-{event}-{flaw}.jsonl"
+        path.write_text(text, encoding="utf-8")
+        before = _total(ctx)
+        cmd = [sys.executable, "-m", settings_module.PACKAGE, "submit", "--file", str(path),
+               "--data-dir", str(ctx.data_dir)]
+        try:
+            done = subprocess.run(cmd, stdin=subprocess.DEVNULL, capture_output=True, env=env,
+                                  timeout=SUBMIT_TIMEOUT_S, check=False)
+            code, said = done.returncode, (done.stdout + done.stderr).decode(errors="replace")
+        except subprocess.TimeoutExpired:
+            code, said = None, f"no answer within {SUBMIT_TIMEOUT_S:g} s"
+        cases.append({"flaw": flaw, "file": str(path), "exit": code, "said": said.strip()[-400:],
+                      "traceback": "Traceback (most recent call last)" in said, "queued": _total(ctx) - before})
+    return cases
+
+
+def _total(ctx: Context) -> int:
+    assert ctx.strategy is not None
+    return int(ctx.strategy.status(ctx)["total"])
+
+
+def poison_messages(event: int) -> list[tuple[bytes, str | None, str]]:
+    """The malformed messages, ``(body, correlation id, name)``: each of a kind the consumer must refuse."""
+    def body(records: Any) -> bytes:
+        return json.dumps({"records": records, "work_ms": 0}).encode()
+
+    tag = f"{event}"
+    made = [(b'{"records": [{"record_id": "malformed-' + tag.encode() + b'-cut", "va', "not-json"),
+            (body({"record_id": f"malformed-{tag}-not-a-list"}), "not-a-list"),
+            (body([good(f"malformed-{tag}-nocid")]), "no-correlation-id")]
+    for flaw in ("no-id", "wrong-type", "duplicate-id"):
+        found = records_with(flaw, f"{tag}-{flaw}")
+        if found is not None:
+            made.append((body(found), flaw))
+    return [(raw, None if name == "no-correlation-id" else f"drill-malformed-{tag}-{name}", f"{tag}-{name}")
+            for raw, name in made]
+
+
+def inject(ctx: Context, env: dict[str, str], event: dict[str, Any]) -> dict[str, Any] | None:
+    """The fault: what was sent and, for files, how each was answered. None: the broker or the store
+    is away (the drill tries again later)."""
+    if settings_module.INPUT_SOURCE == "rabbitmq":
+        from ..runtime import amqp_input  # only a queue project has it
+
+        messages = poison_messages(event["n"])
+        try:
+            amqp_input.drill_publish_raw(ctx, messages)
+        except TransientError:
+            return None
+        return {"how": "queue", "published": [name for _, _, name in messages]}
+    try:
+        cases = submit_files(ctx, env, list(event.get("flaws") or FILE_FLAWS), event["n"])
+    except JobError:  # the store is busy or away (status): later
+        return None
+    return {"how": "file", "cases": cases}

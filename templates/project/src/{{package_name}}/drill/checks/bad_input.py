@@ -1,0 +1,58 @@
+"""Input that can never be worked on, refused whole (check ``bad_input``).
+
+The malformed-input fault (drill/bad_input.py) sent flawed files to ``submit --file`` or
+malformed messages to the queue. A file must be refused with exit 2, a message and no
+traceback, and queue none of its records; each malformed message must end in the queue's
+dead-letter queue exactly once (never dropped silently, never put back to come round again)
+and no well-formed message beside it (that work would be lost). A message put back for ever
+keeps the run from ending: the ``stalled`` check says so.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..verdict import Failure, failure
+
+
+def check(ops: list[dict[str, Any]], report: dict[str, Any]) -> list[Failure]:
+    sent = [o for o in ops if o.get("op") == "fault" and o.get("kind") == "malformed-input"]
+    found = [f for o in sent if o.get("how") == "file" for case in o.get("cases", []) for f in _file(case)]
+    published = [name for o in sent if o.get("how") == "queue" for name in o.get("published", [])]
+    dead = report.get("dead_lettered")
+    if published and dead is not None:
+        found += _queue(published, dead, report.get("queue"))
+    if dead and dead.get("other"):
+        found.append(failure("bad_input", f"{dead['other']} well-formed message(s) ended in the dead-letter queue "
+                                          f"{report.get('queue')}.rejected, their work never done (e.g. correlation "
+                                          f"id {dead['other_ids'][0]})"))
+    return found
+
+
+def _file(case: dict[str, Any]) -> list[Failure]:
+    what = f"a file whose records have a flaw ({case['flaw']}) given to `submit --file`"
+    if case["exit"] != 2 or case["traceback"]:
+        said = case["said"].splitlines()[-1] if case["said"] else "nothing"
+        how = "a traceback" if case["traceback"] else f"exit {case['exit']}"
+        return [failure("bad_input", f"{what} was answered with {how}, not a refusal with exit 2 "
+                                     f"({case['file']}; it said: {said})")]
+    if case["queued"]:
+        return [failure("bad_input", f"{what} was refused (exit 2) but {case['queued']} task(s) of it were queued "
+                                     f"({case['file']}): a refusal must queue nothing")]
+    return []
+
+
+def _queue(published: list[str], dead: dict[str, Any], queue: Any) -> list[Failure]:
+    counts = dead.get("malformed", {})
+    missing = [name for name in published if counts.get(name, 0) == 0]
+    twice = {name: n for name, n in counts.items() if n > 1}
+    found = []
+    if missing:
+        found.append(failure("bad_input", f"{len(missing)} of {len(published)} malformed messages never reached the "
+                                          f"dead-letter queue {queue}.rejected (dropped, or worked on), e.g. the "
+                                          f"one with a flaw {missing[0]!r}"))
+    if twice:
+        name, n = sorted(twice.items())[0]
+        found.append(failure("bad_input", f"a malformed message ({name}) reached the dead-letter queue "
+                                          f"{queue}.rejected {n} times"))
+    return found
