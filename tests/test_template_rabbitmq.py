@@ -27,6 +27,7 @@ from suite_share import one_here_rest_in_soak
 from advisor import scaffold
 from rabbitmq_server import RabbitMQ, find_server, listening_ports, rabbitmq_server
 from drill_kills import planned_kills
+from pg_server import create_database
 
 pytestmark = pytest.mark.slow
 
@@ -249,3 +250,21 @@ def test_a_node_whose_port_was_taken_before_it_bound_it_is_started_again_on_new_
     finally:
         for holder in taken:
             holder.close()
+
+
+def test_workers_on_two_hosts_consume_the_drills_own_queue(tmp_path: Path, broker: RabbitMQ, postgres_url: str) -> None:
+    """Each simulated host's workers run in a data directory of their own: they must find the drill's queue
+    there too (not the setting's), or they drain an empty queue and leave the input undone."""
+    generated = scaffold.generate("checkpoint", tmp_path / "job", {"project_name": "Q Hosts Job", "input_source": "rabbitmq",
+                                                                   "state_store": "postgresql"})
+    env = _env(generated, broker.url, DATABASE_URL=create_database(postgres_url, "qhosts"))
+    data = tmp_path / "drill"
+    result = subprocess.run([sys.executable, "-m", generated.package, "drill", "--json", "--data-dir", str(data),
+                             "--hosts", "2", "--workers", "3", "--records", "600", "--kills", "3", "--seed", "4"],
+                            cwd=generated.dest, env=env, capture_output=True, text=True, timeout=600)
+    report = json.loads(result.stdout)
+    assert report["lost"] == 0 and report["duplicate_effects"] == 0 and report["incomplete_records"] == 0, report
+    assert report["queue_left"] == 0 and report["faults"]["malformed-input"]["injected"] == 1, report
+    # fsync=off on the test server: the drill must say so, and find nothing else.
+    assert [f["check"] for f in report["failures"]] == ["durability"], report["failures"]
+    assert all((data / f"host-{n}" / "drill-queue.json").is_file() for n in (1, 2))

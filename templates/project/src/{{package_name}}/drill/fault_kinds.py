@@ -28,8 +28,9 @@ the report says why not). schedule.py draws them into a plan; an event's fields,
                      (lands while two workers run)
     new-input        count: that many new records submitted while the workers run (new input
                      arriving mid-run: a producer, a cron, a user); all of it must be done once
-    store-outage     hold_s: the state store's write lock held until no effect was applied
-                     for that long (SQLite; the workers waited past busy_timeout)
+    store-outage     hold_s: the store kept away until no effect was applied for that long
+                     (SQLite: its write lock held, the workers waited past busy_timeout;
+                     PostgreSQL: the workers' connections cut, the tables locked: pg_outage.py)
     key-reuse        an idempotency key of a done record, with a different request
     malformed-input  flaws (file input): the flaws of the files given to ``submit --file``, a queue's
                      input: every kind of malformed message (bad_input.py)
@@ -89,8 +90,9 @@ KINDS: dict[str, str] = {
                     "their business key, as the strategy promises",
     "new-input": "new records submitted while the workers run (input that keeps arriving): done once each, "
                 "and the work already queued neither lost nor done again",
-    "store-outage": "the state store taken away for longer than busy_timeout (SQLite: another connection holds "
-                    "the write lock): the workers ride it out",
+    "store-outage": "the state store taken away (SQLite: another connection holds the write lock past "
+                    "busy_timeout; PostgreSQL: every worker's connection cut, and cut again as it comes back, "
+                    "while the drill holds the tables locked): the workers ride it out",
     "key-reuse": "an idempotency key reused with a different request: refused",
     "malformed-input": "input that can never be worked on arrives mid-run (a line cut off, a record without its id "
                        "or with a field of the wrong type, one id twice; a message that is not JSON or has no "
@@ -143,11 +145,8 @@ def not_applicable(kind: str, strategy: Any, settings: Any, *, aimed: bool = Fal
         return str(declared)
     if kind == "power-loss":
         return "run by the power-loss drill"
-    if kind == "store-outage":
-        if files:
-            return "the state is in files: there is no store to take away"
-        if is_postgresql(settings.database_url):
-            return "the drill does not own the PostgreSQL server (tests restart one they start themselves)"
+    if kind == "store-outage" and files:
+        return "the state is in files: there is no store to take away"
     if kind == "other-host" and files:
         return "the file variant runs one worker per data directory on one host"
     if kind == "other-host" and aimed:

@@ -9,7 +9,6 @@ worker gives them to itself: workers.py arms it, runner.py reaps it).
 from __future__ import annotations
 
 import signal
-import sqlite3
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -21,7 +20,7 @@ from ..runtime.external import ExternalService
 from ..runtime.service_log import calls_by
 from ..runtime.store import STATE_DB
 from ..runtime.strategy import Context
-from . import bad_input
+from . import bad_input, store_away
 from .history import History
 from .progress import Progress
 from .resubmitting import Resubmitting
@@ -90,13 +89,13 @@ class Nemesis(Resubmitting):
         if self._outage is None:
             return False
         outage, now, done = self._outage, time.monotonic(), self.progress.applied()
+        outage.holder.sweep()
         if done != outage.done:
             outage.done, outage.quiet_since = done, now
         held_long_enough = now - outage.quiet_since >= outage.event["hold_s"]
         if not (end or held_long_enough or now - outage.began >= outage.event["hold_s"] + OUTAGE_MAX_S):
             return False
-        outage.conn.execute("ROLLBACK")
-        outage.conn.close()
+        outage.holder.release()
         self._outage, self.done_at_outage_end = None, done
         riders = [self.pool.procs[s].pid for s in self.pool.alive()]  # type: ignore[union-attr]
         self.outage_riders = {pid: calls_by(self.ctx.data_dir, pid) for pid in riders}
@@ -107,7 +106,7 @@ class Nemesis(Resubmitting):
     def close(self) -> None:
         """The drill is ending (or was stopped): let go of an outage still held."""
         if self._outage is not None:
-            self._outage.conn.close()
+            self._outage.holder.release()
             self._outage = None
 
     # --------------------------------------------------------------------- kills
@@ -348,17 +347,11 @@ class Nemesis(Resubmitting):
 
     # ---------------------------------------------------------------- the store
     def _store_outage(self, event: dict[str, Any], done: int) -> dict[str, Any] | None:
-        path = Path(self.ctx.data_dir) / STATE_DB
-        if not path.exists():
-            return None
         self.outage_holders = self._holders()
-        conn = sqlite3.connect(path, isolation_level=None, timeout=30)
-        try:
-            conn.execute("BEGIN IMMEDIATE")  # the write lock: every worker's commit now waits, then fails
-        except sqlite3.Error:
-            conn.close()
+        holder = store_away.take(self.ctx.settings.database_url, Path(self.ctx.data_dir) / STATE_DB)
+        if holder is None:
             return None
-        self._outage = _Outage(conn, event, self.progress.applied())
+        self._outage = _Outage(holder, event, self.progress.applied())
         self.history.add("fault", event=event["n"], kind=event["kind"], phase="start", hold_s=event["hold_s"],
                          done=done)
         return {"hold_s": event["hold_s"]}
@@ -376,8 +369,8 @@ class Nemesis(Resubmitting):
 
 
 class _Outage:
-    """The write lock the drill holds, since when, and when the effects last moved."""
+    """What the drill holds to keep the store away, since when, and when the effects last moved."""
 
-    def __init__(self, conn: sqlite3.Connection, event: dict[str, Any], done: int) -> None:
-        self.conn, self.event, self.done = conn, event, done
+    def __init__(self, holder: store_away.SqliteLock | store_away.PgOutage, event: dict[str, Any], done: int) -> None:
+        self.holder, self.event, self.done = holder, event, done
         self.began = self.quiet_since = time.monotonic()

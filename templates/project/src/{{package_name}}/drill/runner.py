@@ -12,6 +12,7 @@ as the last workers leave is done by one more run, as the user's next run would 
 
 from __future__ import annotations
 
+import shutil
 import signal
 import time
 from collections.abc import Callable
@@ -100,6 +101,7 @@ class Drill(Finals):
         with Probe(_probe_dir(data_dir), STATE_DB).watch():
             if queue is not None:  # a queue input publishes the records for the workers instead
                 queue(ctx, records, work_ms=plan.work_ms)
+                _pin_queue_on_hosts(data_dir, plan.hosts)
             elif self.input_id is not None:
                 answer = submission.queue(ctx, records, correlation_id=self.input_id, work_ms=plan.work_ms)
                 outcome = "added" if answer.added else "repeat"
@@ -379,6 +381,15 @@ class Drill(Finals):
     def _expected_count(self) -> int:
         """What must happen: the input x the steps job.py declares (never the strategy's say-so)."""
         return len(self.records) * len(job.STEPS)
+
+
+def _pin_queue_on_hosts(data_dir: Path, hosts: int) -> None:
+    """A simulated host's workers run in its own data directory: each finds the drill's queue there too."""
+    if hosts > 1:
+        from ..runtime.amqp_input.broker import DRILL_QUEUE_FILE  # only a queue project has it
+
+        for host in range(1, hosts + 1):
+            shutil.copyfile(data_dir / DRILL_QUEUE_FILE, data_dir / f"{HOST_DIR}{host}" / DRILL_QUEUE_FILE)
 
 
 def _probe_dir(data_dir: Path) -> Path:

@@ -41,6 +41,7 @@ from pathlib import Path
 from typing import Any
 
 from ..runtime.errors import JobError
+from ..runtime.store import is_postgresql
 # The kinds and whether each applies here live in fault_kinds.py; schedule.KINDS etc. stay the names to use.
 from .bad_input import FILE_FLAWS
 from .fault_kinds import DEFAULT_KINDS, FINAL_KINDS, KINDS, SETUP_KINDS, newest_fixture, not_applicable  # noqa: F401
@@ -99,6 +100,9 @@ SLOW_LATE_MS = 250
 #: and its second one are then next to each other in the queue, taken by two workers at once
 #: unless the claim keeps a task waiting while another of its business key runs.
 PENDING_RESUBMIT_AT = (0.75, 0.88)
+#: PostgreSQL: a store outage is held until no effect was applied for this long (the workers see it at
+#: once: their connections are cut, pg_outage.py).
+PG_OUTAGE_HOLD_S = 2.0
 #: Malformed input (bad_input.py) arrives between these fractions of the expected effects.
 MALFORMED_AT = (0.1, 0.7)
 
@@ -329,7 +333,7 @@ def _timed(rng: random.Random, kind: str, records: int, settings: Any) -> dict[s
     if kind == "store-outage":
         # Held until no effect was applied for this long: every worker waited on the lock past
         # busy_timeout, so each saw an outage (runtime/outage.py), wherever it was when it began.
-        hold = settings.busy_timeout_ms / 1000 + 1.0
+        hold = PG_OUTAGE_HOLD_S if is_postgresql(settings.database_url) else settings.busy_timeout_ms / 1000 + 1.0
         return {"kind": kind, "at": round(rng.uniform(0.2, 0.8), 4), "hold_s": round(hold, 3)}
     if kind == "other-host":
         # Before any kill: a worker killed on this host leaves claims only this host can judge by

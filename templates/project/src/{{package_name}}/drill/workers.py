@@ -25,6 +25,7 @@ from ..runtime.owners import HOST_ID_ENV
 from ..runtime.shutdown import READY_DIR_ENV
 from .durability import PROBE_ENV
 from .history import History
+from .store_away import WORKER_APP
 
 #: --hosts N: simulated host k keeps its data directory in <drill dir>/host-k.
 HOST_DIR = "host-"
@@ -119,6 +120,7 @@ class Pool:
               done: int | None = None) -> subprocess.Popen[bytes]:
         env = dict(self.base_env)
         env[EXTERNAL_DIR_ENV] = str(self.data_dir)  # every worker, on every simulated host, calls one service
+        env["PGAPPNAME"] = WORKER_APP  # PostgreSQL: the store-outage fault tells its connections apart (store_away.py)
         env[PROBE_ENV] = str(self.probe_dir)  # the worker reports what it really runs with
         env[READY_DIR_ENV] = str(self.ready_dir)
         work_dir = self.data_dir
@@ -144,6 +146,7 @@ class Pool:
         second-start fault): no slot of its own, unarmed, unwatched by the probe, the same service."""
         env = {k: v for k, v in self.base_env.items() if k not in (PROBE_ENV, READY_DIR_ENV)}
         env[EXTERNAL_DIR_ENV] = str(self.data_dir)
+        env["PGAPPNAME"] = WORKER_APP
         work_dir = self.data_dir / f"{HOST_DIR}{self.host_index[slot] + 1}" if self.hosts > 1 else self.data_dir
         cmd = [sys.executable, "-m", settings_module.PACKAGE, "run", "--data-dir", str(work_dir)]
         return subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=self.log, stderr=self.log, env=env)
