@@ -24,6 +24,7 @@ commits it, then bumps ``SCHEMA_VERSION`` and adds the migration; from then on
 from __future__ import annotations
 
 import argparse
+import shlex
 import signal
 import subprocess
 import sys
@@ -74,31 +75,41 @@ def run_upgrade(args: argparse.Namespace, ctx: Context, emit: Callable[[dict[str
     """``drill --upgrade-from VERSION``: the fixture loaded, then continued with crashes (module doc)."""
     if args.workers != 1:
         raise JobError("--upgrade-from continues the old store with one worker at a time; drop --workers")
-    path = fixture_path(str(args.upgrade_from))
-    doc = upgrade_fixture.read(path)
-    upgrade_fixture.check(doc, ctx, path)
+    path, doc = _fixture(ctx, str(args.upgrade_from))
     plan = (SweepPlan(args.sweep_prefix, args.sweep_sample, args.seed, opening=OPENING) if args.sweep
             else SweepPlan(PREFIX, SAMPLE, args.seed, opening=OPENING))
     done = len({(r[0], r[1]) for r in doc["external"]["effects"]["rows"]})
     about = {"upgrade": {"from_version": doc["schema_version"], "fixture": str(path), "made_by": doc["made_by"],
                          "effects_applied_before": done}}
-    return CrashPointRun(ctx, plan, lambda run_ctx: upgrade_fixture.load(doc, run_ctx), seed=args.seed,
-                         work_ms=args.work_ms, data_dir=args.data_dir, emit=emit, fail_rate=args.fail_rate,
-                         mode="upgrade", extra=about).run()
+    return _continued(ctx, doc, plan, seed=args.seed, work_ms=args.work_ms, data_dir=args.data_dir, emit=emit,
+                      fail_rate=args.fail_rate, extra=about)
 
 
 def continue_fixture(ctx: Context, version: int, data_dir: Path, *, seed: int, work_ms: float) -> dict[str, Any]:
     """The default drill's ``upgrade`` (finals.py): ``--upgrade-from VERSION`` with its defaults, run in
-    ``data_dir`` once every worker of the drill ended; what it found."""
-    path = fixture_path(str(version))
-    doc = upgrade_fixture.read(path)
-    upgrade_fixture.check(doc, ctx, path)
-    report = CrashPointRun(ctx, SweepPlan(PREFIX, SAMPLE, seed, opening=OPENING),
-                           lambda run_ctx: upgrade_fixture.load(doc, run_ctx), seed=seed, work_ms=work_ms,
-                           data_dir=data_dir, emit=lambda event: None, mode="upgrade").run()
+    ``data_dir`` once every worker of the drill ended; what it found, and the command that reruns it alone."""
+    path, doc = _fixture(ctx, str(version))
+    report = _continued(ctx, doc, SweepPlan(PREFIX, SAMPLE, seed, opening=OPENING), seed=seed, work_ms=work_ms,
+                        data_dir=data_dir, emit=lambda event: None)
+    rerun = (f"{shlex.quote(sys.executable)} -m {settings_module.PACKAGE} drill --upgrade-from {doc['schema_version']}"
+             f" --seed {seed} --work-ms {work_ms:g}")
     return {"from_version": doc["schema_version"], "fixture": path.name, "crashes": report["kills"],
             "failures": [{"check": f["check"], "message": f["message"]} for f in report["failures"]],
-            "data_dir": str(data_dir)}
+            "data_dir": str(data_dir), "rerun": rerun}
+
+
+def _fixture(ctx: Context, spec: str) -> tuple[Path, dict[str, Any]]:
+    """The fixture ``spec`` names, read and checked against this project."""
+    path = fixture_path(spec)
+    doc = upgrade_fixture.read(path)
+    upgrade_fixture.check(doc, ctx, path)
+    return path, doc
+
+
+def _continued(ctx: Context, doc: dict[str, Any], plan: SweepPlan, **options: Any) -> dict[str, Any]:
+    """The fixture's store loaded into the run's data directory, then continued by this code with crashes."""
+    return CrashPointRun(ctx, plan, lambda run_ctx: upgrade_fixture.load(doc, run_ctx), mode="upgrade",
+                         **options).run()
 
 
 def summary_lines(report: dict[str, Any]) -> list[str]:

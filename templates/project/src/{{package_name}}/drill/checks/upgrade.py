@@ -19,7 +19,9 @@ def check(ops: list[dict[str, Any]], seed: int) -> list[Failure]:
     for o in ops:
         if o.get("op") != "fault" or o.get("kind") != "upgrade":
             continue
-        rerun = f"python -m {settings_module.PACKAGE} drill --upgrade-from {o['from_version']} --seed {seed}"
+        # The command is the drill's own (its interpreter, its --work-ms); a history written before it was kept:
+        rerun = o.get("rerun") or (f"python -m {settings_module.PACKAGE} drill --upgrade-from {o['from_version']} "
+                                   f"--seed {seed}")
         for f in o.get("failures") or []:
             found.append(failure("upgrade", f"the store schema version {o['from_version']} left mid-run "
                                             f"({o['fixture']}), continued by this code in {o['data_dir']}: "
