@@ -89,6 +89,9 @@ def test_package_of_matches_the_template_default(name: str, package: str) -> Non
          "⚡ resubmit-same after 95 records: repeat"),
         ({"event": "kill", "n": 1, "kind": "other-host", "signal": "SIGTERM", "done": 9, "t": 0.4},
          "✕ kill 1 SIGTERM, successor on another host after 9 records"),
+        # The watchdog stopped a run that stood still (a message put back on the queue for ever).
+        ({"event": "stalled", "still_s": 120.4, "limit_s": 120.0, "done": 80, "total": 90, "workers": 2, "t": 140.0},
+         "⏸ stalled no call, effect or worker change for 120.4 s: the workers were stopped"),
     ],
 )
 def test_event_lines(event: dict[str, object], expected: str | None) -> None:

@@ -29,6 +29,9 @@ def event_line(event: Mapping[str, Any]) -> Text | None:
     if kind == "shrink":
         return Text(f"{at}shrinking: try {event.get('try')}, {event.get('records')} records, {event.get('faults')} "
                     f"fault(s): {'still fails' if event.get('still_fails') else 'passes'}", style="dim")
+    if kind == "stalled":  # the drill's watchdog: the run stopped moving, its workers were stopped
+        return Text.assemble((f"{at}⏸ stalled ", "bold red"), f"no call, effect or worker change for "
+                             f"{_num(event.get('still_s'), 1)} s: the workers were stopped")
     if kind == "restart":
         return Text(f"{at}↻ restart {event.get('n')}", style="yellow")
     if kind == "recovered":

@@ -28,6 +28,8 @@ from .workers import Pool
 
 #: An outage is held until the workers were stalled for its hold_s, and at most this much longer.
 OUTAGE_MAX_S = 20.0
+#: A store outage the drill could not begin (a lock not granted in time, a server busy) is tried again this much later.
+OUTAGE_RETRY_S = 0.5
 #: How long a second start may take to refuse (an interpreter's start and a lock's answer take < 1 s).
 SECOND_START_WAIT_S = 10.0
 #: An after-outage stop waits this long at most for a worker that rode the outage out to call again.
@@ -49,6 +51,7 @@ class Nemesis(Resubmitting):
         self.add_work = add_work
         self.strategy = ctx.strategy
         self._outage: _Outage | None = None
+        self._outage_tried = 0.0  # when the drill last tried to begin one (OUTAGE_RETRY_S)
         #: When the last host-lost kill landed (time.monotonic()): its claims are freed by the lease alone.
         self.lost_at: float | None = None
         #: The last submission that queued work, as (time.monotonic(), records): work queued while
@@ -347,6 +350,9 @@ class Nemesis(Resubmitting):
 
     # ---------------------------------------------------------------- the store
     def _store_outage(self, event: dict[str, Any], done: int) -> dict[str, Any] | None:
+        if time.monotonic() - self._outage_tried < OUTAGE_RETRY_S:
+            return None
+        self._outage_tried = time.monotonic()
         self.outage_holders = self._holders()
         holder = store_away.take(self.ctx.settings.database_url, Path(self.ctx.data_dir) / STATE_DB)
         if holder is None:

@@ -49,4 +49,5 @@ def message(found: dict[str, Any]) -> str:
             f"effect and no worker starting or ending ({found['done']} of {found['total']} expected effects "
             "applied), so the drill stopped them. A worker that never ends on its own loops on work it can never "
             "finish: a message put back on the queue every time it fails, a unit every worker waits for and "
-            "nobody holds; see drill-workers.log")
+            "nobody holds; see drill-workers.log (a job.py that really works longer than that on one record without a "
+            "call: give the drill --stall-s with more seconds)")
