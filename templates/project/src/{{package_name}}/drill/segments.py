@@ -37,7 +37,10 @@ from .progress import POLL_S
 from .report_data import percentile
 from .preflight import fresh_data_dir
 from .workers import EXTERNAL_DIR_ENV
+from .stall import Stall
+from .stall import message as stall_message
 from .sweep_plan import SweepPlan, Target
+from .verdict import failure
 
 #: Where every worker reports the points it passed (faults.py, ``<PKG>_DRILL_POINTS``).
 POINTS_DIR = "drill-points"
@@ -82,6 +85,8 @@ class CrashPointRun:
         self.recovery_ms: list[float] = []
         self.failures: list[int] = []
         self.worker: subprocess.Popen[bytes] | None = None  # the one running now
+        self.stall = Stall(ctx.settings.lease_s)  # a worker that stops moving is stopped (stall.py)
+        self.expected = 0  # the effects the run must make (the stalled message says how far it got)
         #: Where the workers keep their state (``run --data-dir``); None: the drill's own directory.
         #: A power-loss drill (power_loss.py) puts it on a LazyFS mount, the service's external.db not.
         self.work_dir: Path | None = None
@@ -126,12 +131,15 @@ class CrashPointRun:
     # ------------------------------------------------------------ the workers
     def _segments(self, data_dir: Path, log: Any, probe: sqlite3.Connection, expected: int) -> None:
         per_batch = self.ctx.settings.batch_size * len(job.STEPS)
+        self.expected = expected
         while True:
             before = _applied(probe)
             target = self.plan.next(expected - before, per_batch)
             proc = self._spawn(data_dir, log, target)
             census = target is not None and target.phase == "census"
             code = self._wait(proc, probe, measure_from=None if census else before)
+            if self.stall.found is not None:  # stopped by the watchdog: the run ends here, judged as it stands
+                return
             trace = _trace(data_dir, proc.pid)
             self.plan.learn(trace, census_effects=_applied(probe) - before if census else None)
             if target is None:  # the last worker, unarmed: the run is over
@@ -174,6 +182,13 @@ class CrashPointRun:
         spawned, at_start = time.monotonic(), _applied(probe)
         while proc.poll() is None:
             applied = _applied(probe)
+            calls = int(probe.execute("SELECT COALESCE(MAX(rowid), 0) FROM calls").fetchone()[0])
+            still = self.stall.still_for((applied, calls, proc.pid), paused=False, now=time.monotonic())
+            if still is not None:
+                self.emit({"event": "stalled", "t": self.t(), **self.stall.stop(still, applied, self.expected, 1)})
+                proc.kill()
+                proc.wait()
+                break
             if measure_from is not None and applied > measure_from:
                 self.recovery_ms.append(round((time.monotonic() - spawned) * 1000, 1))
                 measure_from = None
@@ -220,6 +235,9 @@ class CrashPointRun:
             report.update(extras(ctx))
         report["failures"] = judge(ctx, self.ctx.settings, data_dir, report, expected, records, oracles, state)
         report["failures"] += self.more_failures(report)
+        report["stalled"] = self.stall.found
+        if self.stall.found is not None:
+            report["failures"].insert(0, failure("stalled", stall_message(self.stall.found)))
         report["ok"] = report["failures"] == []
         self.emit({"event": "report", **report})
         return report
