@@ -256,7 +256,8 @@ def plan(strategy: Any, settings: Any, *, seed: int, records: int, kills: int, w
                        "seconds": SLOW_FOR_S, "late_ms": SLOW_LATE_MS})
     if "malformed-input" in usable:  # its own generator: the other events stay as they were
         drawn = random.Random(f"{seed}:malformed")
-        events.append({"kind": "malformed-input", "at": round(drawn.uniform(*MALFORMED_AT), 4), "flaws": list(FILE_FLAWS)})
+        sent = {"input": "queue"} if getattr(strategy, "drill_submit", None) else {"flaws": list(FILE_FLAWS)}
+        events.append({"kind": "malformed-input", "at": round(drawn.uniform(*MALFORMED_AT), 4), **sent})
     if "rebuild" in usable:  # after the workers end (after a reconcile): no draw, the other events stay as they were
         events.append({"kind": "rebuild", "count": added})
     if "upgrade" in usable:  # after the rest: the newest fixture the project ships (fault_kinds.py)
@@ -363,8 +364,9 @@ def describe(event: dict[str, Any]) -> str:
                                        + (" (the latest done)" if e.get("latest") else ""),
              "store-outage": lambda e: f"write lock held until the workers stalled {e['hold_s']} s",
              "new-input": lambda e: f"{e['count']} new record(s) submitted while the workers run",
-             "malformed-input": lambda e: "files with a flaw (" + ", ".join(e.get("flaws") or []) + ") or malformed "
-                                          "messages",
+             "malformed-input": lambda e: ("malformed messages published to the queue" if e.get("input") == "queue"
+                                          else "files with a flaw (" + ", ".join(e.get("flaws") or FILE_FLAWS)
+                                          + ") given to submit --file"),
              "submit-crash": lambda e: "killed just before its last persistence point, then submitted again",
              "reconcile": lambda e: ("calls in doubt answered " + ("one by one" if e.get("how") == "each"
                                                                     else "from the service's export")
