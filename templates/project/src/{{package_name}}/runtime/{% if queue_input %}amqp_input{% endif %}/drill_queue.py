@@ -101,34 +101,14 @@ def drill_republish(ctx: Context, records: list[dict[str, Any]], first: int, cou
                     work_ms: float = 0.0) -> list[str]:
     """The drill's resubmit-same fault on a queue (drill/schedule.py): the messages holding
     ``records[first:first + count]`` published again, with their correlation ids and bodies (a
-    producer retrying): the consumer must find them submitted already and queue nothing twice.
-    TransientError when the broker is away (a drill may restart it): nothing was published (the
-    transaction was not committed), and the drill tries again later."""
-    queue, _ = queue_of(ctx)
+    producer retrying): the consumer must find them submitted already and queue nothing twice."""
     per = records_per_message(ctx)
     numbers = range(first // per, (first + count - 1) // per + 1)
-    ids = []
-    try:
-        connection = connect(ctx)
-    except amqp_errors.AMQPConnectionError as exc:
-        raise TransientError(f"the broker at {where(ctx)} is away ({why(exc)})") from None
-    try:
-        channel = connection.channel()
-        channel.tx_select()
-        for n in numbers:
-            cid = f"drill-{n:06d}"
-            channel.basic_publish("", queue, json.dumps({"records": records[n * per:(n + 1) * per],
-                                                         "work_ms": work_ms}),
-                                  pika.BasicProperties(delivery_mode=pika.DeliveryMode.Persistent,
-                                                       correlation_id=cid, content_type="application/json"))
-            ids.append(cid)
-        channel.tx_commit()
-    except amqp_errors.AMQPError as exc:
-        raise TransientError(f"the broker at {where(ctx)} failed while the drill published again "
-                             f"({why(exc)})") from None
-    finally:
-        if connection.is_open:
-            connection.close()
+    ids = [f"drill-{n:06d}" for n in numbers]
+    _publish_mid_run(ctx, [(json.dumps({"records": records[n * per:(n + 1) * per], "work_ms": work_ms}).encode(),
+                            pika.BasicProperties(delivery_mode=pika.DeliveryMode.Persistent, correlation_id=cid,
+                                                 content_type="application/json"))
+                           for n, cid in zip(numbers, ids)], "published again")
     return ids
 
 
@@ -139,8 +119,16 @@ POISON_HEADER = "x-drill-malformed"
 
 def drill_publish_raw(ctx: Context, messages: list[tuple[bytes, str | None, str]]) -> None:
     """The drill's malformed-input fault on a queue (drill/bad_input.py): each ``(body, correlation id or
-    None, name)`` published as it is, persistent, marked with POISON_HEADER = name. TransientError when
-    the broker is away: nothing was published (the transaction was not committed); the drill tries later."""
+    None, name)`` published as it is, persistent, marked with POISON_HEADER = name."""
+    _publish_mid_run(ctx, [(body, pika.BasicProperties(delivery_mode=pika.DeliveryMode.Persistent, correlation_id=cid,
+                                                       content_type="application/json", headers={POISON_HEADER: name}))
+                           for body, cid, name in messages], "published malformed input")
+
+
+def _publish_mid_run(ctx: Context, messages: list[tuple[bytes, Any]], what: str) -> None:
+    """``(body, properties)`` published in one transaction on the drill's queue while the workers run.
+    TransientError when the broker is away (a drill may restart it): nothing was published (the
+    transaction was not committed), and the drill tries again later."""
     queue, _ = queue_of(ctx)
     try:
         connection = connect(ctx)
@@ -149,14 +137,11 @@ def drill_publish_raw(ctx: Context, messages: list[tuple[bytes, str | None, str]
     try:
         channel = connection.channel()
         channel.tx_select()
-        for body, cid, name in messages:
-            channel.basic_publish("", queue, body, pika.BasicProperties(
-                delivery_mode=pika.DeliveryMode.Persistent, correlation_id=cid, content_type="application/json",
-                headers={POISON_HEADER: name}))
+        for body, properties in messages:
+            channel.basic_publish("", queue, body, properties)
         channel.tx_commit()
     except amqp_errors.AMQPError as exc:
-        raise TransientError(f"the broker at {where(ctx)} failed while the drill published malformed input "
-                             f"({why(exc)})") from None
+        raise TransientError(f"the broker at {where(ctx)} failed while the drill {what} ({why(exc)})") from None
     finally:
         if connection.is_open:
             connection.close()
