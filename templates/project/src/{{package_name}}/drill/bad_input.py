@@ -6,9 +6,9 @@ nothing else:
 
 * a file given to ``submit --file`` (the CLI, as a user runs it) is refused with exit 2
   and a message naming the line, no traceback, and queues none of its records;
-* a queue's malformed message is rejected and dead-lettered to ``<queue>.rejected``
-  once, never put back on the queue (where it would come back for ever) and never
-  half worked on; the consumer goes on with the other messages.
+* a queue's malformed message is rejected and dead-lettered to ``<queue>.rejected``,
+  never put back on the queue (where it would come back for ever) and never half
+  worked on; the consumer goes on with the other messages.
 
 The good records inside broken input carry ids of their own (``malformed-...``): any
 effect of theirs is an ``unexpected_effects`` failure. checks/bad_input.py judges the rest.
