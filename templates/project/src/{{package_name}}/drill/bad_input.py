@@ -1,7 +1,8 @@
 """The malformed-input fault: input that can never be worked on arrives while the workers run.
 
 Producers send broken input: a line cut off when they crashed mid-write, a record without
-its id, a field of the wrong type, one id twice. The job must refuse it whole and lose
+its id, a field of the wrong type (a JSON true where a number belongs among them), one id
+twice; a message whose own fields are out of range. The job must refuse it whole and lose
 nothing else:
 
 * a file given to ``submit --file`` (the CLI, as a user runs it) is refused with exit 2
@@ -27,7 +28,9 @@ from ..runtime.errors import JobError, TransientError
 from ..runtime.strategy import Context
 
 #: The flaws of the files an event submits, one file each (a refused submit takes about 0.1 s).
-FILE_FLAWS = ("cut-line", "no-id", "wrong-type", "duplicate-id")
+FILE_FLAWS = ("cut-line", "no-id", "wrong-type", "bool-for-number", "duplicate-id")
+#: A JSON true or false where the job wants a number: Python counts a bool as an int (isinstance), JSON does not.
+NUMBER_TYPES = (int, float)
 #: How long one refused `submit --file` may take (an interpreter's start and a read).
 SUBMIT_TIMEOUT_S = 60.0
 DIR = "drill-malformed"
@@ -39,7 +42,7 @@ def good(record_id: str) -> dict[str, Any]:
 
 
 def flawed(flaw: str, name: str) -> dict[str, Any] | None:
-    """One record with ``flaw`` (None: this job declares no field to give a wrong type)."""
+    """One record with ``flaw`` (None: this job declares no field that could carry it)."""
     if flaw == "no-id":
         return {k: v for k, v in good(name).items() if k != "record_id"}
     if flaw == "wrong-type":
@@ -47,6 +50,9 @@ def flawed(flaw: str, name: str) -> dict[str, Any] | None:
             return None
         field, kind = next(iter(RECORD_FIELDS.items()))
         return {**good(name), field: 12 if kind is str else "not-a-" + kind.__name__}
+    if flaw == "bool-for-number":
+        numbers = [field for field, kind in RECORD_FIELDS.items() if kind in NUMBER_TYPES]
+        return {**good(name), numbers[0]: True} if numbers else None
     return good(name)
 
 
@@ -107,8 +113,11 @@ def poison_messages(event: int) -> list[tuple[bytes, str | None, str]]:
     tag = f"{event}"
     made = [(b'{"records": [{"record_id": "malformed-' + tag.encode() + b'-cut", "va', "not-json"),
             (body({"record_id": f"malformed-{tag}-not-a-list"}), "not-a-list"),
-            (body([good(f"malformed-{tag}-nocid")]), "no-correlation-id")]
-    for flaw in ("no-id", "wrong-type", "duplicate-id"):
+            (body([good(f"malformed-{tag}-nocid")]), "no-correlation-id"),
+            # The message's own field out of its range (an hour of simulated work per record).
+            (json.dumps({"records": [good(f"malformed-{tag}-slow")], "work_ms": 3_600_000}).encode(),
+             "work-ms-out-of-range")]
+    for flaw in [f for f in FILE_FLAWS if f != "cut-line"]:  # the record flaws (a cut line: not JSON, above)
         found = records_with(flaw, f"{tag}-{flaw}")
         if found is not None:
             made.append((body(found), flaw))

@@ -95,8 +95,8 @@ KINDS: dict[str, str] = {
                     "while the drill holds the tables locked): the workers ride it out",
     "key-reuse": "an idempotency key reused with a different request: refused",
     "malformed-input": "input that can never be worked on arrives mid-run (a line cut off, a record without its id "
-                       "or with a field of the wrong type, one id twice; a message that is not JSON or has no "
-                       "correlation id): a file is refused whole with exit 2, a queue's message dead-lettered, "
+                       "or with a field of the wrong type, one id twice; a message that is not JSON, has no "
+                       "correlation id or a field out of range): a file is refused whole with exit 2, a queue's message dead-lettered, "
                        "and the run goes on",
     "redelivery": "a consumer killed after its commit, before its ack: the broker delivers the message again",
     "submit-crash": "the input submitted by a process killed just before its last commit, then submitted again "
