@@ -20,11 +20,12 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+import threading
 from typing import Any
 
 from .. import settings as settings_module
 from ..job import RECORD_FIELDS, demo_records
-from ..runtime.errors import JobError, TransientError
+from ..runtime.errors import TransientError
 from ..runtime.strategy import Context
 
 #: The flaws of the files an event submits, one file each (a refused submit takes about 0.1 s).
@@ -75,34 +76,47 @@ def file_text(flaw: str, tag: str) -> str | None:
 
 
 def submit_files(ctx: Context, env: dict[str, str], flaws: list[str], event: int) -> list[dict[str, Any]]:
-    """Each flawed file submitted with the project's CLI: its exit code, what it printed, and how
-    many tasks it queued (the store's total before and after)."""
+    """Each flawed file submitted with the project's CLI, all at once: each one's exit code and what it
+    printed. A file queued all the same shows in the run: its records (ids of their own) are then
+    done (``unexpected_effects``) or left undone (``incomplete``)."""
     where = ctx.data_dir / DIR
     where.mkdir(exist_ok=True)
-    cases = []
+    running = []
     for flaw in flaws:
         text = file_text(flaw, f"{event}-{flaw}")
         if text is None:
             continue
         path = where / f"event-{event}-{flaw}.jsonl"
         path.write_text(text, encoding="utf-8")
-        before = _total(ctx)
         cmd = [sys.executable, "-m", settings_module.PACKAGE, "submit", "--file", str(path),
                "--data-dir", str(ctx.data_dir)]
+        running.append((flaw, path, subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                                                     stderr=subprocess.STDOUT, env=env)))
+    cases = []
+    for flaw, path, proc in running:
         try:
-            done = subprocess.run(cmd, stdin=subprocess.DEVNULL, capture_output=True, env=env,
-                                  timeout=SUBMIT_TIMEOUT_S, check=False)
-            code, said = done.returncode, (done.stdout + done.stderr).decode(errors="replace")
+            out, _ = proc.communicate(timeout=SUBMIT_TIMEOUT_S)
+            code, said = proc.returncode, out.decode(errors="replace")
         except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
             code, said = None, f"no answer within {SUBMIT_TIMEOUT_S:g} s"
         cases.append({"flaw": flaw, "file": str(path), "exit": code, "said": said.strip()[-400:],
-                      "traceback": "Traceback (most recent call last)" in said, "queued": _total(ctx) - before})
+                      "traceback": "Traceback (most recent call last)" in said})
     return cases
 
 
-def _total(ctx: Context) -> int:
-    assert ctx.strategy is not None
-    return int(ctx.strategy.status(ctx)["total"])
+class FileSubmissions(threading.Thread):
+    """The flawed files submitted beside the drill's loop, which goes on meanwhile (five interpreters
+    starting take the better part of a second: a short run would end while the loop waited)."""
+
+    def __init__(self, ctx: Context, env: dict[str, str], flaws: list[str], event: int) -> None:
+        super().__init__(name=f"malformed-input-{event}", daemon=True)
+        self.args, self.event = (ctx, env, flaws, event), event
+        self.cases: list[dict[str, Any]] = []
+
+    def run(self) -> None:
+        self.cases = submit_files(*self.args)
 
 
 def poison_messages(event: int) -> list[tuple[bytes, str | None, str]]:
@@ -125,9 +139,9 @@ def poison_messages(event: int) -> list[tuple[bytes, str | None, str]]:
             for raw, name in made]
 
 
-def inject(ctx: Context, env: dict[str, str], event: dict[str, Any]) -> dict[str, Any] | None:
-    """The fault: what was sent and, for files, how each was answered. None: the broker or the store
-    is away (the drill tries again later)."""
+def inject(ctx: Context, env: dict[str, str], event: dict[str, Any]) -> tuple[dict[str, Any], FileSubmissions | None] | None:
+    """The fault: what was sent, and for files the submissions under way (their answers are collected
+    once the workers ended: ``FileSubmissions.cases``). None: the broker is away (the drill tries later)."""
     if settings_module.INPUT_SOURCE == "rabbitmq":
         from ..runtime import amqp_input  # only a queue project has it
 
@@ -136,9 +150,8 @@ def inject(ctx: Context, env: dict[str, str], event: dict[str, Any]) -> dict[str
             amqp_input.drill_publish_raw(ctx, messages)
         except TransientError:
             return None
-        return {"how": "queue", "published": [name for _, _, name in messages]}
-    try:
-        cases = submit_files(ctx, env, list(event.get("flaws") or FILE_FLAWS), event["n"])
-    except JobError:  # the store is busy or away (status): later
-        return None
-    return {"how": "file", "cases": cases}
+        return {"how": "queue", "published": [name for _, _, name in messages]}, None
+    flaws = list(event.get("flaws") or FILE_FLAWS)
+    submissions = FileSubmissions(ctx, env, flaws, event["n"])
+    submissions.start()
+    return {"how": "file", "flaws": flaws}, submissions

@@ -52,6 +52,7 @@ class Nemesis(Resubmitting):
         self.strategy = ctx.strategy
         self._outage: _Outage | None = None
         self._outage_tried = 0.0  # when the drill last tried to begin one (OUTAGE_RETRY_S)
+        self.file_submissions: list[bad_input.FileSubmissions] = []  # the malformed-input fault's, under way
         #: When the last host-lost kill landed (time.monotonic()): its claims are freed by the lease alone.
         self.lost_at: float | None = None
         #: The last submission that queued work, as (time.monotonic(), records): work queued while
@@ -343,10 +344,21 @@ class Nemesis(Resubmitting):
         """Input that can never be worked on, sent while the workers run (bad_input.py)."""
         if not self.pool.alive():
             return None  # nobody running: later (a consumer must meet the messages)
-        outcome = bad_input.inject(self.ctx, self.pool.base_env, event)
-        if outcome is not None:
-            self.history.add("fault", event=event["n"], kind=event["kind"], done=done, **outcome)
+        sent = bad_input.inject(self.ctx, self.pool.base_env, event)
+        if sent is None:
+            return None
+        outcome, submissions = sent
+        if submissions is not None:
+            self.file_submissions.append(submissions)
+        self.history.add("fault", event=event["n"], kind=event["kind"], done=done, **outcome)
         return outcome
+
+    def bad_input_answers(self) -> None:
+        """How the flawed files were answered (bad_input.py), once every worker ended: in the history."""
+        for submissions in self.file_submissions:
+            submissions.join()
+            self.history.add("malformed-answers", event=submissions.event, cases=submissions.cases)
+        self.file_submissions = []
 
     # ---------------------------------------------------------------- the store
     def _store_outage(self, event: dict[str, Any], done: int) -> dict[str, Any] | None:

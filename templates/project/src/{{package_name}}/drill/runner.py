@@ -144,6 +144,7 @@ class Drill(Finals):
             for slot in range(plan.workers):
                 self.pool.spawn(slot, self.armed.pop(0) if self.armed else None, done=0)
             self._loop()
+            self.nemesis.bad_input_answers()  # before the finals: they run the job again
             # finals.py: a person's answers, a rebuild, an upgrade; none asked of a stalled run (stopped)
             self._finals(plan.final() if self.stall.found is None else [])
         except BaseException:
