@@ -51,6 +51,10 @@ def drill_submit(ctx: Context, records: list[dict[str, Any]], *, work_ms: float 
         if more:  # mid-run (the drill may have restarted the broker): the drill tries again later
             raise TransientError(f"the broker at {where(ctx)} is away ({why(exc)})") from None
         raise JobError(f"the drill needs the broker at {where(ctx)} (set AMQP_URL): {why(exc)}") from None
+    except JobError as exc:
+        if more:  # a login refused mid-run: the broker is starting again (it took this login at the start)
+            raise TransientError(str(exc)) from None
+        raise
     try:
         channel = connection.channel()
         declare(channel, queue, DRILL_QUEUE_EXPIRES_S * 1000)
@@ -134,6 +138,8 @@ def _publish_mid_run(ctx: Context, messages: list[tuple[bytes, Any]], what: str)
         connection = connect(ctx)
     except amqp_errors.AMQPConnectionError as exc:
         raise TransientError(f"the broker at {where(ctx)} is away ({why(exc)})") from None
+    except JobError as exc:  # a login refused mid-run: the broker is starting again (it took this login at the start)
+        raise TransientError(str(exc)) from None
     try:
         channel = connection.channel()
         channel.tx_select()
