@@ -144,7 +144,7 @@ def judge(ctx: Context, settings: Settings, data_dir: Path, report: dict[str, An
     ops = read_history(Path(report["history"])) if report.get("history") else []
     if ops:  # the fault schedule's runs (a sweep's segments keep none)
         failures += second_start.check(ops) + rebuild.check(ops) + claims.check(ops, float(settings.lease_s))
-        failures += upgrade.check(ops, int(report["seed"]))
+        failures += upgrade.check(ops)
         failures += bad_input.check(ops, report)
         failures += claims.check_taken(ops, resends(data_dir), float(settings.lease_s))
     failures += verdict.check_run(report, promise=strategy.REDONE_CALLS_PER_KILL,

@@ -10,20 +10,16 @@ from __future__ import annotations
 
 from typing import Any
 
-from ... import settings as settings_module
 from ..verdict import Failure, failure
 
 
-def check(ops: list[dict[str, Any]], seed: int) -> list[Failure]:
+def check(ops: list[dict[str, Any]]) -> list[Failure]:
     found = []
     for o in ops:
         if o.get("op") != "fault" or o.get("kind") != "upgrade":
             continue
-        # The command is the drill's own (its interpreter, its --work-ms); a history written before it was kept:
-        rerun = o.get("rerun") or (f"python -m {settings_module.PACKAGE} drill --upgrade-from {o['from_version']} "
-                                   f"--seed {seed}")
-        for f in o.get("failures") or []:
+        for f in o.get("failures") or []:  # o["rerun"]: the drill's own command (its interpreter, its --work-ms)
             found.append(failure("upgrade", f"the store schema version {o['from_version']} left mid-run "
                                             f"({o['fixture']}), continued by this code in {o['data_dir']}: "
-                                            f"{f['check']}: {f['message']} (alone: `{rerun}`)"))
+                                            f"{f['check']}: {f['message']} (alone: `{o['rerun']}`)"))
     return found
