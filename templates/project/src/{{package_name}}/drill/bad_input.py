@@ -21,6 +21,7 @@ import json
 import subprocess
 import sys
 import threading
+import time
 from typing import Any
 
 from .. import settings as settings_module
@@ -35,6 +36,8 @@ NUMBER_TYPES = (int, float)
 #: How long one refused `submit --file` may take (an interpreter's start and a read).
 SUBMIT_TIMEOUT_S = 60.0
 DIR = "drill-malformed"
+#: A submit refused because the store is away (the drill's outage) is tried again this much later.
+STORE_AWAY_RETRY_S = 0.5
 
 
 def good(record_id: str) -> dict[str, Any]:
@@ -76,12 +79,13 @@ def file_text(flaw: str, tag: str) -> str | None:
 
 
 def submit_files(ctx: Context, env: dict[str, str], flaws: list[str], event: int) -> list[dict[str, Any]]:
-    """Each flawed file submitted with the project's CLI, all at once: each one's exit code and what it
-    printed. A file queued all the same shows in the run: its records (ids of their own) are then
-    done (``unexpected_effects``) or left undone (``incomplete``)."""
+    """Each flawed file submitted with the project's CLI: its exit code and what it printed. A file
+    queued all the same shows in the run: its records (ids of their own) are then done
+    (``unexpected_effects``) or left undone (``incomplete``). A submit turned away because the store
+    is away (the drill's own outage: its message names the store, not the file) is tried again."""
     where = ctx.data_dir / DIR
     where.mkdir(exist_ok=True)
-    running = []
+    cases = []
     for flaw in flaws:
         text = file_text(flaw, f"{event}-{flaw}")
         if text is None:
@@ -90,17 +94,17 @@ def submit_files(ctx: Context, env: dict[str, str], flaws: list[str], event: int
         path.write_text(text, encoding="utf-8")
         cmd = [sys.executable, "-m", settings_module.PACKAGE, "submit", "--file", str(path),
                "--data-dir", str(ctx.data_dir)]
-        running.append((flaw, path, subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                                                     stderr=subprocess.STDOUT, env=env)))
-    cases = []
-    for flaw, path, proc in running:
-        try:
-            out, _ = proc.communicate(timeout=SUBMIT_TIMEOUT_S)
-            code, said = proc.returncode, out.decode(errors="replace")
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
-            code, said = None, f"no answer within {SUBMIT_TIMEOUT_S:g} s"
+        deadline = time.monotonic() + SUBMIT_TIMEOUT_S
+        while True:
+            try:
+                done = subprocess.run(cmd, stdin=subprocess.DEVNULL, capture_output=True, env=env,
+                                      timeout=max(1.0, deadline - time.monotonic()), check=False)
+                code, said = done.returncode, (done.stdout + done.stderr).decode(errors="replace")
+            except subprocess.TimeoutExpired:
+                code, said = None, f"no answer within {SUBMIT_TIMEOUT_S:g} s"
+            if code != 2 or str(path) in said or time.monotonic() >= deadline:
+                break
+            time.sleep(STORE_AWAY_RETRY_S)  # refused for the store, not for the file: once it is back
         cases.append({"flaw": flaw, "file": str(path), "exit": code, "said": said.strip()[-400:],
                       "traceback": "Traceback (most recent call last)" in said})
     return cases
@@ -108,7 +112,8 @@ def submit_files(ctx: Context, env: dict[str, str], flaws: list[str], event: int
 
 class FileSubmissions(threading.Thread):
     """The flawed files submitted beside the drill's loop, which goes on meanwhile (five interpreters
-    starting take the better part of a second: a short run would end while the loop waited)."""
+    starting take the better part of a second: a short run would end while the loop waited; and
+    the drill's own store outage may come meanwhile)."""
 
     def __init__(self, ctx: Context, env: dict[str, str], flaws: list[str], event: int) -> None:
         super().__init__(name=f"malformed-input-{event}", daemon=True)
