@@ -24,6 +24,7 @@ import threading
 import time
 from typing import Any
 
+from . import store_away
 from .. import settings as settings_module
 from ..job import RECORD_FIELDS, demo_records
 from ..runtime.errors import TransientError
@@ -36,8 +37,8 @@ NUMBER_TYPES = (int, float)
 #: How long one refused `submit --file` may take (an interpreter's start and a read).
 SUBMIT_TIMEOUT_S = 60.0
 DIR = "drill-malformed"
-#: A submit refused because the store is away (the drill's outage) is tried again this much later.
-STORE_AWAY_RETRY_S = 0.5
+#: How often a submit waiting for the drill's store outage to end looks again.
+STORE_AWAY_RETRY_S = 0.1
 
 
 def good(record_id: str) -> dict[str, Any]:
@@ -78,11 +79,13 @@ def file_text(flaw: str, tag: str) -> str | None:
     return None if found is None else "".join(json.dumps(r) + "\n" for r in found)
 
 
-def submit_files(ctx: Context, env: dict[str, str], flaws: list[str], event: int) -> list[dict[str, Any]]:
+def submit_files(ctx: Context, env: dict[str, str], flaws: list[str], event: int,
+                 spells: store_away.Spells) -> list[dict[str, Any]]:
     """Each flawed file submitted with the project's CLI: its exit code and what it printed. A file
     queued all the same shows in the run: its records (ids of their own) are then done
-    (``unexpected_effects``) or left undone (``incomplete``). A submit turned away because the store
-    is away (the drill's own outage: its message names the store, not the file) is tried again."""
+    (``unexpected_effects``) or left undone (``incomplete``). A file is submitted while the drill
+    holds no store outage, and again if one began meanwhile and the submit was refused: that
+    refusal may be the store's (locked, unreachable), whatever else it printed."""
     where = ctx.data_dir / DIR
     where.mkdir(exist_ok=True)
     cases = []
@@ -96,15 +99,17 @@ def submit_files(ctx: Context, env: dict[str, str], flaws: list[str], event: int
                "--data-dir", str(ctx.data_dir)]
         deadline = time.monotonic() + SUBMIT_TIMEOUT_S
         while True:
+            while spells.held and time.monotonic() < deadline:
+                time.sleep(STORE_AWAY_RETRY_S)
+            spell = spells.count
             try:
                 done = subprocess.run(cmd, stdin=subprocess.DEVNULL, capture_output=True, env=env,
                                       timeout=max(1.0, deadline - time.monotonic()), check=False)
                 code, said = done.returncode, (done.stdout + done.stderr).decode(errors="replace")
             except subprocess.TimeoutExpired:
                 code, said = None, f"no answer within {SUBMIT_TIMEOUT_S:g} s"
-            if code != 2 or str(path) in said or time.monotonic() >= deadline:
+            if code != 2 or not spells.overlapped(spell) or time.monotonic() >= deadline:
                 break
-            time.sleep(STORE_AWAY_RETRY_S)  # refused for the store, not for the file: once it is back
         cases.append({"flaw": flaw, "file": str(path), "exit": code, "said": said.strip()[-400:],
                       "traceback": "Traceback (most recent call last)" in said})
     return cases
@@ -115,9 +120,10 @@ class FileSubmissions(threading.Thread):
     starting take the better part of a second: a short run would end while the loop waited; and
     the drill's own store outage may come meanwhile)."""
 
-    def __init__(self, ctx: Context, env: dict[str, str], flaws: list[str], event: int) -> None:
+    def __init__(self, ctx: Context, env: dict[str, str], flaws: list[str], event: int,
+                 spells: store_away.Spells) -> None:
         super().__init__(name=f"malformed-input-{event}", daemon=True)
-        self.args, self.event = (ctx, env, flaws, event), event
+        self.args, self.event = (ctx, env, flaws, event, spells), event
         self.cases: list[dict[str, Any]] = []
 
     def run(self) -> None:
@@ -144,7 +150,8 @@ def poison_messages(event: int) -> list[tuple[bytes, str | None, str]]:
             for raw, name in made]
 
 
-def inject(ctx: Context, env: dict[str, str], event: dict[str, Any]) -> tuple[dict[str, Any], FileSubmissions | None] | None:
+def inject(ctx: Context, env: dict[str, str], event: dict[str, Any],
+           spells: store_away.Spells) -> tuple[dict[str, Any], FileSubmissions | None] | None:
     """The fault: what was sent, and for files the submissions under way (their answers are collected
     once the workers ended: ``FileSubmissions.cases``). None: the broker is away (the drill tries later)."""
     if settings_module.INPUT_SOURCE == "rabbitmq":
@@ -157,6 +164,6 @@ def inject(ctx: Context, env: dict[str, str], event: dict[str, Any]) -> tuple[di
             return None
         return {"how": "queue", "published": [name for _, _, name in messages]}, None
     flaws = list(event.get("flaws") or FILE_FLAWS)
-    submissions = FileSubmissions(ctx, env, flaws, event["n"])
+    submissions = FileSubmissions(ctx, env, flaws, event["n"], spells)
     submissions.start()
     return {"how": "file", "flaws": flaws}, submissions

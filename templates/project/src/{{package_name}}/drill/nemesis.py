@@ -52,6 +52,7 @@ class Nemesis(Resubmitting):
         self.strategy = ctx.strategy
         self._outage: _Outage | None = None
         self._outage_tried = 0.0  # when the drill last tried to begin one (OUTAGE_RETRY_S)
+        self.spells = store_away.Spells()  # the outages, as the malformed-input thread sees them
         self.file_submissions: list[bad_input.FileSubmissions] = []  # the malformed-input fault's, under way
         #: When the last host-lost kill landed (time.monotonic()): its claims are freed by the lease alone.
         self.lost_at: float | None = None
@@ -100,6 +101,7 @@ class Nemesis(Resubmitting):
         if not (end or held_long_enough or now - outage.began >= outage.event["hold_s"] + OUTAGE_MAX_S):
             return False
         outage.holder.release()
+        self.spells.end()
         self._outage, self.done_at_outage_end = None, done
         riders = [self.pool.procs[s].pid for s in self.pool.alive()]  # type: ignore[union-attr]
         self.outage_riders = {pid: calls_by(self.ctx.data_dir, pid) for pid in riders}
@@ -111,6 +113,7 @@ class Nemesis(Resubmitting):
         """The drill is ending (or was stopped): let go of an outage still held."""
         if self._outage is not None:
             self._outage.holder.release()
+            self.spells.end()
             self._outage = None
 
     # --------------------------------------------------------------------- kills
@@ -344,7 +347,7 @@ class Nemesis(Resubmitting):
         """Input that can never be worked on, sent while the workers run (bad_input.py)."""
         if not self.pool.alive():
             return None  # nobody running: later (a consumer must meet the messages)
-        sent = bad_input.inject(self.ctx, self.pool.base_env, event)
+        sent = bad_input.inject(self.ctx, self.pool.base_env, event, self.spells)
         if sent is None:
             return None
         outcome, submissions = sent
@@ -366,8 +369,10 @@ class Nemesis(Resubmitting):
             return None
         self._outage_tried = time.monotonic()
         self.outage_holders = self._holders()
+        self.spells.begin()  # before the lock: a submit refused while it is being taken counts too
         holder = store_away.take(self.ctx.settings.database_url, Path(self.ctx.data_dir) / STATE_DB)
         if holder is None:
+            self.spells.end()
             return None
         self._outage = _Outage(holder, event, self.progress.applied())
         self.history.add("fault", event=event["n"], kind=event["kind"], phase="start", hold_s=event["hold_s"],

@@ -19,6 +19,7 @@ outage then only blocks them until it ends.
 from __future__ import annotations
 
 import sqlite3
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -110,3 +111,25 @@ def take(url: str, path: Path) -> SqliteLock | PgOutage | None:
         conn.close()
         return None
     return SqliteLock(conn)
+
+
+class Spells:
+    """When the drill held the store away, for a thread beside its loop (bad_input.py) that must
+    tell a refusal for what it sent from one for the store: a refusal during a spell proves nothing."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self.count, self.held = 0, False
+
+    def begin(self) -> None:
+        with self._lock:
+            self.count, self.held = self.count + 1, True
+
+    def end(self) -> None:
+        with self._lock:
+            self.held = False
+
+    def overlapped(self, count: int) -> bool:
+        """A spell was held at some moment since the count read as ``count``."""
+        with self._lock:
+            return self.held or self.count != count
