@@ -30,7 +30,7 @@ the report says why not). schedule.py draws them into a plan; an event's fields,
                      arriving mid-run: a producer, a cron, a user); all of it must be done once
     store-outage     hold_s: the store kept away until no effect was applied for that long
                      (SQLite: its write lock held, the workers waited past busy_timeout;
-                     PostgreSQL: the workers' connections cut, the tables locked: pg_outage.py)
+                     PostgreSQL: the workers' connections cut, the tables locked: store_away.py)
     key-reuse        an idempotency key of a done record, with a different request
     malformed-input  flaws (file input): the flaws of the files given to ``submit --file``, a queue's
                      input: every kind of malformed message (bad_input.py)

@@ -30,6 +30,8 @@ from .workers import Pool
 OUTAGE_MAX_S = 20.0
 #: A store outage the drill could not begin (a lock not granted in time, a server busy) is tried again this much later.
 OUTAGE_RETRY_S = 0.5
+#: An idle outage (schedule.IDLE_OUTAGE_AT) begins once no effect was applied for this long.
+IDLE_S = 0.1
 #: How long a second start may take to refuse (an interpreter's start and a lock's answer take < 1 s).
 SECOND_START_WAIT_S = 10.0
 #: An after-outage stop waits this long at most for a worker that rode the outage out to call again.
@@ -101,7 +103,6 @@ class Nemesis(Resubmitting):
         if not (end or held_long_enough or now - outage.began >= outage.event["hold_s"] + OUTAGE_MAX_S):
             return False
         outage.holder.release()
-        self.spells.end()
         self._outage, self.done_at_outage_end = None, done
         riders = [self.pool.procs[s].pid for s in self.pool.alive()]  # type: ignore[union-attr]
         self.outage_riders = {pid: calls_by(self.ctx.data_dir, pid) for pid in riders}
@@ -113,7 +114,6 @@ class Nemesis(Resubmitting):
         """The drill is ending (or was stopped): let go of an outage still held."""
         if self._outage is not None:
             self._outage.holder.release()
-            self.spells.end()
             self._outage = None
 
     # --------------------------------------------------------------------- kills
@@ -365,18 +365,18 @@ class Nemesis(Resubmitting):
 
     # ---------------------------------------------------------------- the store
     def _store_outage(self, event: dict[str, Any], done: int) -> dict[str, Any] | None:
-        if time.monotonic() - self._outage_tried < OUTAGE_RETRY_S:
+        idle = event.get("idle")  # once the consumers committed and acked their last work: they wait for messages
+        if time.monotonic() - self._outage_tried < OUTAGE_RETRY_S or (idle and not self.progress.still_for(IDLE_S)):
             return None
         self._outage_tried = time.monotonic()
         self.outage_holders = self._holders()
-        self.spells.begin()  # before the lock: a submit refused while it is being taken counts too
-        holder = store_away.take(self.ctx.settings.database_url, Path(self.ctx.data_dir) / STATE_DB)
+        holder = store_away.take(self.ctx.settings.database_url, Path(self.ctx.data_dir) / STATE_DB, self.spells)
         if holder is None:
-            self.spells.end()
             return None
         self._outage = _Outage(holder, event, self.progress.applied())
+        sent = self.add_work(event["count"], f"outage-input-{event['n']}") if idle and self.add_work else None  # None: broker away
         self.history.add("fault", event=event["n"], kind=event["kind"], phase="start", hold_s=event["hold_s"],
-                         done=done)
+                         done=done, published=len(sent or []))
         return {"hold_s": event["hold_s"]}
 
     # --------------------------------------------------------------- key reuse

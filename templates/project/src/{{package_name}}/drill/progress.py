@@ -26,6 +26,14 @@ class Progress:
     def __init__(self, data_dir: Path) -> None:
         self.data_dir = data_dir
         self.conn = sqlite3.connect(f"file:{data_dir / EXTERNAL_DB}?mode=ro", uri=True)
+        self._still: tuple[int, float] | None = None  # (effects, since when) for still_for
+
+    def still_for(self, seconds: float) -> bool:
+        """Have the effects stood still this long, as seen by the calls to this (the first starts the clock)?"""
+        done, now = self.applied(), time.monotonic()
+        if self._still is None or self._still[0] != done:
+            self._still = (done, now)
+        return now - self._still[1] >= seconds
 
     def applied(self) -> int:
         # Effects are only ever inserted, so MAX(rowid) is their count, in O(1).

@@ -242,12 +242,14 @@ class Drill(Finals):
         return True
 
     def _due(self, event: dict[str, Any], done: int) -> bool:
-        """Is the next timed event's moment here? A kill waits for the last restart's recovery (unless
-        it is aimed at that recovery) and for work after an outage; so does an outage, which also
-        waits for a unit held (the claims watch's last reading), to meet units in flight. A stop
+        """Is the next timed event's moment here? A kill waits for the last restart's recovery (unless aimed
+        at it) and for work after an outage; so does an outage, which also waits for a unit held (the claims
+        watch's last reading), to meet units in flight, or, ``idle``, for every record so far done. A stop
         after a refusal follows its burst at once: the refused call is held until the stop is sent."""
         if event.get("moment") == "after-refusal":
             return True
+        if event.get("idle"):
+            return done >= self._expected_count()
         if done < self.marks[event["n"]] or (event["kind"] == "store-outage" and not self.watch.holding()):
             return False
         return event["kind"] not in (*KILLS, "store-outage") or not (
@@ -388,7 +390,6 @@ def _pin_queue_on_hosts(data_dir: Path, hosts: int) -> None:
     """A simulated host's workers run in its own data directory: each finds the drill's queue there too."""
     if hosts > 1:
         from ..runtime.amqp_input.broker import DRILL_QUEUE_FILE  # only a queue project has it
-
         for host in range(1, hosts + 1):
             shutil.copyfile(data_dir / DRILL_QUEUE_FILE, data_dir / f"{HOST_DIR}{host}" / DRILL_QUEUE_FILE)
 

@@ -44,6 +44,7 @@ from ..runtime.errors import JobError
 from ..runtime.store import is_postgresql
 # The kinds and whether each applies here live in fault_kinds.py; schedule.KINDS etc. stay the names to use.
 from .bad_input import FILE_FLAWS
+from .event_words import describe  # noqa: F401  (schedule.describe: one event in words)
 from .fault_kinds import DEFAULT_KINDS, FINAL_KINDS, KINDS, SETUP_KINDS, newest_fixture, not_applicable  # noqa: F401
 # Where some kills land (a recovery, a refusal) and which damage a checkpoint: moments.py.
 from .moments import (AFTER_DAMAGE, DAMAGE, FIRST_CALL, OWN_KILL_EVERY, SERVICE_CALLS, STATE_POINT,  # noqa: F401
@@ -101,10 +102,16 @@ SLOW_LATE_MS = 250
 #: unless the claim keeps a task waiting while another of its business key runs.
 PENDING_RESUBMIT_AT = (0.75, 0.88)
 #: PostgreSQL: a store outage is held until no effect was applied for this long (the workers see it at
-#: once: their connections are cut, pg_outage.py).
+#: once: their connections are cut, store_away.py).
 PG_OUTAGE_HOLD_S = 2.0
 #: Malformed input (bad_input.py) arrives between these fractions of the expected effects.
 MALFORMED_AT = (0.1, 0.7)
+#: A queue's consumers also meet a store outage with nothing in hand: once every record so far is done
+#: (the consumers wait for messages), the store goes away and new messages arrive while it is away. A
+#: consumer must leave them on the queue (unacked, or requeued) until the store is back; one that takes
+#: the store's refusal for the message's fault dead-letters good work. Mid-run, a consumer meets an
+#: outage inside its work pass and takes no message before the store is back: it never sees this.
+IDLE_OUTAGE_AT = 0.99
 
 
 @dataclass
@@ -258,6 +265,9 @@ def plan(strategy: Any, settings: Any, *, seed: int, records: int, kills: int, w
         drawn = random.Random(f"{seed}:malformed")
         sent = {"input": "queue"} if getattr(strategy, "drill_submit", None) else {"flaws": list(FILE_FLAWS)}
         events.append({"kind": "malformed-input", "at": round(drawn.uniform(*MALFORMED_AT), 4), **sent})
+    if "store-outage" in usable and getattr(strategy, "drill_submit", None):  # no draw: the others stay
+        events.append({"kind": "store-outage", "at": IDLE_OUTAGE_AT, "hold_s": outage_hold(settings, idle=True), "idle": True,
+                       "count": max(1, round(records * RESUBMIT_SHARE))})
     if "rebuild" in usable:  # after the workers end (after a reconcile): no draw, the other events stay as they were
         events.append({"kind": "rebuild", "count": added})
     if "upgrade" in usable:  # after the rest: the newest fixture the project ships (fault_kinds.py)
@@ -322,6 +332,15 @@ def _late_resubmission(events: list[dict[str, Any]], rng: random.Random, records
             "count": min(max(1, round(records * RESUBMIT_SHARE)), records), "latest": True}
 
 
+def outage_hold(settings: Any, *, idle: bool = False) -> float:
+    """A store outage is held until no effect was applied for this long: every worker waited on the
+    lock past busy_timeout, so each saw an outage (runtime/outage.py), wherever it was when it began.
+    An idle consumer's (IDLE_OUTAGE_AT) may try twice on SQLite (its batch, then message by message)."""
+    if is_postgresql(settings.database_url):
+        return PG_OUTAGE_HOLD_S  # the workers' connections are cut: each try fails at once
+    return round(settings.busy_timeout_ms / 1000 * (2 if idle else 1) + 1.0, 3)
+
+
 def _timed(rng: random.Random, kind: str, records: int, settings: Any) -> dict[str, Any]:
     count = max(1, round(records * RESUBMIT_SHARE))
     if kind in ("service-fail", "service-timeout"):
@@ -332,10 +351,7 @@ def _timed(rng: random.Random, kind: str, records: int, settings: Any) -> dict[s
     if kind == "resubmit-new":  # records already done: chosen when it lands, from what is stored
         return {"kind": kind, "at": round(rng.uniform(0.35, 0.8), 4), "count": min(count, records)}
     if kind == "store-outage":
-        # Held until no effect was applied for this long: every worker waited on the lock past
-        # busy_timeout, so each saw an outage (runtime/outage.py), wherever it was when it began.
-        hold = PG_OUTAGE_HOLD_S if is_postgresql(settings.database_url) else settings.busy_timeout_ms / 1000 + 1.0
-        return {"kind": kind, "at": round(rng.uniform(0.2, 0.8), 4), "hold_s": round(hold, 3)}
+        return {"kind": kind, "at": round(rng.uniform(0.2, 0.8), 4), "hold_s": outage_hold(settings)}
     if kind == "other-host":
         # Before any kill: a worker killed on this host leaves claims only this host can judge by
         # its pid; moved away first, every later kill is restarted on the killed worker's own host.
@@ -344,49 +360,3 @@ def _timed(rng: random.Random, kind: str, records: int, settings: Any) -> dict[s
     if kind == "scale-out":  # early: two workers share most of the run, its kills and faults
         return {"kind": kind, "at": round(rng.uniform(EARLIEST, 0.3), 4)}
     return {"kind": kind, "at": round(rng.uniform(0.35, 0.8), 4)}
-
-
-def describe(event: dict[str, Any]) -> str:
-    """One event in words, for the text report."""
-    where = f"at {event['at']:.0%}" if "at" in event else (
-        f"in window {event['window']} (pass {event['pass']})" if "window" in event else
-        f"at persistence point {event['point']}" if "point" in event else
-        f"at {event['crash_point']} (just before that {_point_words(event['crash_point'])})"
-        if "crash_point" in event else
-        "after the workers end" if event["kind"] in FINAL_KINDS else "before the workers start")
-    extra = {"service-fail": lambda e: f"{e['calls']} call(s) refused",
-             "service-timeout": lambda e: f"{e['calls']} call(s) applied, then timed out",
-             "service-slow": lambda e: f"every call answered {e['late_ms']} ms late for {e['seconds']:g} s",
-             "resubmit-same": lambda e: f"{e['count']} record(s) under the same correlation id",
-             "resubmit-new": lambda e: (f"{e['count']} record(s) not done yet, the last queued first, under a new "
-                                        "correlation id" if e.get("pending") else
-                                        f"{e['count']} done record(s) under a new correlation id")
-                                       + (" (the latest done)" if e.get("latest") else ""),
-             "store-outage": lambda e: f"write lock held until the workers stalled {e['hold_s']} s",
-             "new-input": lambda e: f"{e['count']} new record(s) submitted while the workers run",
-             "malformed-input": lambda e: ("malformed messages published to the queue" if e.get("input") == "queue"
-                                          else "files with a flaw (" + ", ".join(e.get("flaws") or FILE_FLAWS)
-                                          + ") given to submit --file"),
-             "submit-crash": lambda e: "killed just before its last persistence point, then submitted again",
-             "reconcile": lambda e: ("calls in doubt answered " + ("one by one" if e.get("how") == "each"
-                                                                    else "from the service's export")
-                                     + "; the next runs killed " + ", then ".join(
-                                         e.get("resend_kills") or [e.get("resend_kill", "after")])
-                                     + " their first re-send"),
-             "second-start": lambda e: "the job started again on the data directory of a running worker",
-             "scale-out": lambda e: "one more worker started beside the running ones",
-             "rebuild": lambda e: f"the projection rebuilt from the events, then {e['count']} new record(s) and a last run",
-             "upgrade": lambda e: f"the store schema version {e['from']} left mid-run, continued by this code with crashes",
-             "sigkill": lambda e: (e.get("moment", "") + (f", then the newest checkpoint {e['damage']}"
-                                                          if e.get("damage") else "")) if "at" in e else
-                                  ("the worker that recovers from the damaged checkpoint"
-                                   if e.get("after") == "damage" else ""),
-             "sigterm": lambda e: e.get("moment", ""),
-             "host-lost": lambda e: "with every worker on its host, their successors on another, the claims freed by the lease alone"}.get(event["kind"])
-    detail = extra(event) if extra else ""
-    return f"#{event['n']} {event['kind']} {where}" + (f": {detail}" if detail else "")
-
-
-def _point_words(crash_point: str) -> str:
-    kind = crash_point.partition(":")[0].partition("@")[0]
-    return {"call": "call goes out", "state": "write of the durable state"}.get(kind, f"{kind} point")

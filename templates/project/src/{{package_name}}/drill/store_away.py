@@ -36,9 +36,32 @@ CUT = ("SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity "
        "WHERE datname = current_database() AND pid <> pg_backend_pid() AND application_name = %s")
 
 
+class Spells:
+    """When the drill held the store away, for a thread beside its loop (bad_input.py) that must
+    tell a refusal for what it sent from one for the store: a refusal during a spell proves nothing."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self.count, self.held = 0, False
+
+    def begin(self) -> None:
+        with self._lock:
+            self.count, self.held = self.count + 1, True
+
+    def end(self) -> None:
+        with self._lock:
+            self.held = False
+
+    def overlapped(self, count: int) -> bool:
+        """A spell was held at some moment since the count read as ``count``."""
+        with self._lock:
+            return self.held or self.count != count
+
+
 class PgOutage:
     def __init__(self, conn: Any) -> None:
         self.conn = conn
+        self.spells: Spells | None = None  # told when the outage ends (take)
         self.swept = 0.0
         self.cuts = 0
 
@@ -55,6 +78,8 @@ class PgOutage:
             self.conn.execute("ROLLBACK")  # the locks go; the workers' next tries get through
         finally:
             self.conn.close()
+            if self.spells is not None:
+                self.spells.end()
 
 
 def _take_postgresql(url: str) -> PgOutage | None:
@@ -86,6 +111,7 @@ class SqliteLock:
 
     def __init__(self, conn: sqlite3.Connection) -> None:
         self.conn = conn
+        self.spells: Spells | None = None  # told when the outage ends (take)
 
     def sweep(self) -> None:
         """Nothing to renew: the lock holds until released."""
@@ -95,13 +121,24 @@ class SqliteLock:
             self.conn.execute("ROLLBACK")
         finally:
             self.conn.close()
+            if self.spells is not None:
+                self.spells.end()
 
 
-def take(url: str, path: Path) -> SqliteLock | PgOutage | None:
-    """The outage begun (PostgreSQL when ``url`` names it, else the SQLite file at ``path``). None:
-    not now (a lock the drill could not get in time, no store yet): the drill tries again later."""
-    if is_postgresql(url):
-        return _take_postgresql(url)
+def take(url: str, path: Path, spells: Spells) -> SqliteLock | PgOutage | None:
+    """The outage begun (PostgreSQL when ``url`` names it, else the SQLite file at ``path``), a spell
+    of ``spells`` until it is released. None: not now (a lock the drill could not get in time, no
+    store yet): the drill tries again later."""
+    spells.begin()  # before the lock: a refusal met while it is being taken counts too
+    holder = _take_postgresql(url) if is_postgresql(url) else _take_sqlite(path)
+    if holder is None:
+        spells.end()
+    else:
+        holder.spells = spells
+    return holder
+
+
+def _take_sqlite(path: Path) -> SqliteLock | None:
     if not path.exists():
         return None
     conn = sqlite3.connect(path, isolation_level=None, timeout=30)
@@ -112,24 +149,3 @@ def take(url: str, path: Path) -> SqliteLock | PgOutage | None:
         return None
     return SqliteLock(conn)
 
-
-class Spells:
-    """When the drill held the store away, for a thread beside its loop (bad_input.py) that must
-    tell a refusal for what it sent from one for the store: a refusal during a spell proves nothing."""
-
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self.count, self.held = 0, False
-
-    def begin(self) -> None:
-        with self._lock:
-            self.count, self.held = self.count + 1, True
-
-    def end(self) -> None:
-        with self._lock:
-            self.held = False
-
-    def overlapped(self, count: int) -> bool:
-        """A spell was held at some moment since the count read as ``count``."""
-        with self._lock:
-            return self.held or self.count != count

@@ -29,6 +29,7 @@ import time
 from typing import Any
 
 from ..runtime.correlation import SELECT as SELECT_SUBMISSION
+from ..runtime.errors import StoreError
 from ..runtime.owners import owner_id
 from ..settings import INPUT_SOURCE
 
@@ -136,7 +137,13 @@ class Account:
             return False  # an ack before run started: nothing can have been committed by it
         if self._reader is None:
             self._reader = self._ctx.strategy.open_store(self._ctx)
-        return self._reader.one(SELECT_SUBMISSION, (correlation_id,)) is not None
+        try:
+            return self._reader.one(SELECT_SUBMISSION, (correlation_id,)) is not None
+        except StoreError:
+            # The store went away (an outage cut this connection): the ack fails as the worker's
+            # own would, and the next one reads on a connection opened anew.
+            self._close_reader()
+            raise
 
     def _close_reader(self) -> None:
         if self._reader is not None:

@@ -38,7 +38,8 @@ def drill_submit(ctx: Context, records: list[dict[str, Any]], *, work_ms: float 
     queue later (the drill extends its work), under correlation ids of their own."""
     if ctx.strategy is None:
         raise JobError("no strategy loaded")
-    ctx.strategy.open_store(ctx, create=True).close()
+    if not more:  # later the store exists, and may be away (the drill's idle outage publishes during one)
+        ctx.strategy.open_store(ctx, create=True).close()
     pinned = ctx.data_dir / DRILL_QUEUE_FILE
     earlier = json.loads(pinned.read_text(encoding="utf-8")) if more and pinned.is_file() else None
     queue = earlier["queue"] if earlier else f"{ctx.settings.amqp_queue}.drill-{uuid.uuid4().hex[:10]}"
