@@ -148,4 +148,3 @@ def _take_sqlite(path: Path) -> SqliteLock | None:
         conn.close()
         return None
     return SqliteLock(conn)
-
