@@ -17,6 +17,8 @@ effect of theirs is an ``unexpected_effects`` failure. checks/bad_input.py judge
 
 from __future__ import annotations
 
+import csv
+import io
 import json
 import subprocess
 import sys
@@ -31,7 +33,9 @@ from ..runtime.errors import TransientError
 from ..runtime.strategy import Context
 
 #: The flaws of the files an event submits, one file each (a refused submit takes about 0.1 s).
-FILE_FLAWS = ("cut-line", "no-id", "wrong-type", "bool-for-number", "duplicate-id")
+FILE_FLAWS = ("cut-line", "no-id", "wrong-type", "bool-for-number", "fraction-for-integer", "duplicate-id")
+#: Each flaw comes in every format ``submit --file`` reads (each format has a reader and conversions of its own).
+FILE_FORMATS = ("jsonl", "csv", "json")
 #: A JSON true or false where the job wants a number: Python counts a bool as an int (isinstance), JSON does not.
 NUMBER_TYPES = (int, float)
 #: How long one refused `submit --file` may take (an interpreter's start and a read).
@@ -58,6 +62,9 @@ def flawed(flaw: str, name: str) -> dict[str, Any] | None:
     if flaw == "bool-for-number":
         numbers = [field for field, kind in RECORD_FIELDS.items() if kind in NUMBER_TYPES]
         return {**good(name), numbers[0]: True} if numbers else None
+    if flaw == "fraction-for-integer":  # not a whole number: rounding it would change the record
+        integers = [field for field, kind in RECORD_FIELDS.items() if kind is int]
+        return {**good(name), integers[0]: 12.5} if integers else None
     return good(name)
 
 
@@ -70,13 +77,33 @@ def records_with(flaw: str, tag: str) -> list[dict[str, Any]] | None:
     return None if bad is None else [*first, bad, good(f"malformed-{tag}-4")]
 
 
-def file_text(flaw: str, tag: str) -> str | None:
-    """The submitted file (JSON lines): with a cut line, the last one ends mid-record."""
-    if flaw == "cut-line":
-        lines = [json.dumps(good(f"malformed-{tag}-{i}")) for i in (1, 2, 3, 4)]
-        return "".join(line + "\n" for line in lines[:3]) + lines[3][: len(lines[3]) // 2]
-    found = records_with(flaw, tag)
-    return None if found is None else "".join(json.dumps(r) + "\n" for r in found)
+def file_text(flaw: str, tag: str, form: str = "jsonl") -> str | None:
+    """The submitted file in ``form`` (FILE_FORMATS); a cut line: the file ends mid-record, as a
+    producer killed mid-write leaves it. None: the flaw cannot be written in that form (a CSV
+    holds only texts: a number where a text belongs is a text there)."""
+    cut = flaw == "cut-line"
+    found = [good(f"malformed-{tag}-{i}") for i in (1, 2, 3, 4)] if cut else records_with(flaw, tag)
+    if found is None or (form == "csv" and flaw == "wrong-type" and next(iter(RECORD_FIELDS.values())) is str):
+        return None
+    if form == "json":
+        text = json.dumps(found, indent=1)
+        return text[: len(text) * 3 // 4] if cut else text
+    lines = [json.dumps(r) for r in found] if form == "jsonl" else _csv_lines(found)
+    if cut:  # the last line ends half-way (a CSV row with fewer fields than the header)
+        lines[-1] = lines[-1][: len(lines[-1]) // 2]
+        return "".join(line + "\n" for line in lines[:-1]) + lines[-1]
+    return "".join(line + "\n" for line in lines)
+
+
+def _csv_lines(records: list[dict[str, Any]]) -> list[str]:
+    """A header, then a row per record (a field it lacks: empty; true and false as JSON writes them)."""
+    header = list(good("header"))
+    out = io.StringIO()
+    writer = csv.writer(out, lineterminator="\n")
+    writer.writerow(header)
+    for record in records:
+        writer.writerow([json.dumps(record[k]) if isinstance(record.get(k), bool) else record.get(k, "") for k in header])
+    return out.getvalue().splitlines()
 
 
 def submit_files(ctx: Context, env: dict[str, str], flaws: list[str], event: int,
@@ -89,11 +116,11 @@ def submit_files(ctx: Context, env: dict[str, str], flaws: list[str], event: int
     where = ctx.data_dir / DIR
     where.mkdir(exist_ok=True)
     cases = []
-    for flaw in flaws:
-        text = file_text(flaw, f"{event}-{flaw}")
+    for flaw, form in [(flaw, form) for flaw in flaws for form in FILE_FORMATS]:
+        text = file_text(flaw, f"{event}-{flaw}-{form}", form)
         if text is None:
             continue
-        path = where / f"event-{event}-{flaw}.jsonl"
+        path = where / f"event-{event}-{flaw}.{form}"
         path.write_text(text, encoding="utf-8")
         cmd = [sys.executable, "-m", settings_module.PACKAGE, "submit", "--file", str(path),
                "--data-dir", str(ctx.data_dir)]
@@ -110,7 +137,7 @@ def submit_files(ctx: Context, env: dict[str, str], flaws: list[str], event: int
                 code, said = None, f"no answer within {SUBMIT_TIMEOUT_S:g} s"
             if code != 2 or not spells.overlapped(spell) or time.monotonic() >= deadline:
                 break
-        cases.append({"flaw": flaw, "file": str(path), "exit": code, "said": said.strip()[-400:],
+        cases.append({"flaw": flaw, "format": form, "file": str(path), "exit": code, "said": said.strip()[-400:],
                       "traceback": "Traceback (most recent call last)" in said})
     return cases
 

@@ -30,7 +30,7 @@ def describe(event: dict[str, Any]) -> str:
              "new-input": lambda e: f"{e['count']} new record(s) submitted while the workers run",
              "malformed-input": lambda e: ("malformed messages published to the queue" if e.get("input") == "queue"
                                           else "files with a flaw (" + ", ".join(e.get("flaws") or FILE_FLAWS)
-                                          + ") given to submit --file"),
+                                          + ") given to submit --file, each as JSON lines, CSV and a JSON list"),
              "submit-crash": lambda e: "killed just before its last persistence point, then submitted again",
              "reconcile": lambda e: ("calls in doubt answered " + ("one by one" if e.get("how") == "each"
                                                                     else "from the service's export")
