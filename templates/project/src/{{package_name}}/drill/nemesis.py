@@ -30,7 +30,7 @@ from .workers import Pool
 OUTAGE_MAX_S = 20.0
 #: A store outage the drill could not begin (a lock not granted in time, a server busy) is tried again this much later.
 OUTAGE_RETRY_S = 0.5
-#: An idle outage (schedule.IDLE_OUTAGE_AT) begins once no effect was applied for this long.
+#: An idle outage (schedule.IDLE_OUTAGE_AT) begins once no call was made for this long.
 IDLE_S = 0.1
 #: How long a second start may take to refuse (an interpreter's start and a lock's answer take < 1 s).
 SECOND_START_WAIT_S = 10.0

@@ -26,13 +26,15 @@ class Progress:
     def __init__(self, data_dir: Path) -> None:
         self.data_dir = data_dir
         self.conn = sqlite3.connect(f"file:{data_dir / EXTERNAL_DB}?mode=ro", uri=True)
-        self._still: tuple[int, float] | None = None  # (effects, since when) for still_for
+        self._still: tuple[tuple[int, int], float] | None = None  # ((effects, calls), since when) for still_for
 
     def still_for(self, seconds: float) -> bool:
-        """Have the effects stood still this long, as seen by the calls to this (the first starts the clock)?"""
-        done, now = self.applied(), time.monotonic()
-        if self._still is None or self._still[0] != done:
-            self._still = (done, now)
+        """Have the effects and the calls stood still this long, as seen by the calls to this (the first
+        starts the clock)? Calls too: a worker redoing work whose effects are applied already (after a
+        kill) adds calls the service dedupes, not effects."""
+        mark, now = (self.applied(), self.calls()), time.monotonic()
+        if self._still is None or self._still[0] != mark:
+            self._still = (mark, now)
         return now - self._still[1] >= seconds
 
     def applied(self) -> int:
