@@ -24,6 +24,7 @@ import subprocess
 import sys
 import threading
 import time
+from pathlib import Path
 from typing import Any
 
 from . import store_away
@@ -116,36 +117,40 @@ def submit_files(ctx: Context, env: dict[str, str], flaws: list[str], event: int
     where = ctx.data_dir / DIR
     where.mkdir(exist_ok=True)
     cases = []
-    for flaw, form in [(flaw, form) for flaw in flaws for form in FILE_FORMATS]:
-        text = file_text(flaw, f"{event}-{flaw}-{form}", form)
-        if text is None:
-            continue
-        path = where / f"event-{event}-{flaw}.{form}"
-        path.write_text(text, encoding="utf-8")
-        cmd = [sys.executable, "-m", settings_module.PACKAGE, "submit", "--file", str(path),
-               "--data-dir", str(ctx.data_dir)]
-        deadline = time.monotonic() + SUBMIT_TIMEOUT_S
-        while True:
-            while spells.held and time.monotonic() < deadline:
-                time.sleep(STORE_AWAY_RETRY_S)
-            spell = spells.count
-            try:
-                done = subprocess.run(cmd, stdin=subprocess.DEVNULL, capture_output=True, env=env,
-                                      timeout=max(1.0, deadline - time.monotonic()), check=False)
-                code, said = done.returncode, (done.stdout + done.stderr).decode(errors="replace")
-            except subprocess.TimeoutExpired:
-                code, said = None, f"no answer within {SUBMIT_TIMEOUT_S:g} s"
-            if code != 2 or not spells.overlapped(spell) or time.monotonic() >= deadline:
-                break
-        cases.append({"flaw": flaw, "format": form, "file": str(path), "exit": code, "said": said.strip()[-400:],
-                      "traceback": "Traceback (most recent call last)" in said})
+    for flaw in flaws:
+        for form in FILE_FORMATS:
+            text = file_text(flaw, f"{event}-{flaw}-{form}", form)
+            if text is None:
+                continue
+            path = where / f"event-{event}-{flaw}.{form}"
+            path.write_text(text, encoding="utf-8")
+            code, said = _submit(ctx, env, path, spells)
+            cases.append({"flaw": flaw, "format": form, "file": str(path), "exit": code, "said": said.strip()[-400:],
+                          "traceback": "Traceback (most recent call last)" in said})
     return cases
 
 
+def _submit(ctx: Context, env: dict[str, str], path: Path, spells: store_away.Spells) -> tuple[int | None, str]:
+    """``submit --file path``: its exit code (None: no answer in time) and what it printed."""
+    cmd = [sys.executable, "-m", settings_module.PACKAGE, "submit", "--file", str(path), "--data-dir", str(ctx.data_dir)]
+    deadline = time.monotonic() + SUBMIT_TIMEOUT_S
+    while True:
+        while spells.held and time.monotonic() < deadline:
+            time.sleep(STORE_AWAY_RETRY_S)
+        spell = spells.count
+        try:
+            done = subprocess.run(cmd, stdin=subprocess.DEVNULL, capture_output=True, env=env,
+                                  timeout=max(1.0, deadline - time.monotonic()), check=False)
+        except subprocess.TimeoutExpired:
+            return None, f"no answer within {SUBMIT_TIMEOUT_S:g} s"
+        if done.returncode != 2 or not spells.overlapped(spell) or time.monotonic() >= deadline:
+            return done.returncode, (done.stdout + done.stderr).decode(errors="replace")
+
+
 class FileSubmissions(threading.Thread):
-    """The flawed files submitted beside the drill's loop, which goes on meanwhile (five interpreters
-    starting take the better part of a second: a short run would end while the loop waited; and
-    the drill's own store outage may come meanwhile)."""
+    """The flawed files submitted beside the drill's loop, which goes on meanwhile (an interpreter
+    starting per file, a flaw in each format, take seconds: a short run would end while the loop
+    waited; and the drill's own store outage may come meanwhile)."""
 
     def __init__(self, ctx: Context, env: dict[str, str], flaws: list[str], event: int,
                  spells: store_away.Spells) -> None:

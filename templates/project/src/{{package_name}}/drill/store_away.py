@@ -58,10 +58,25 @@ class Spells:
             return self.held or self.count != count
 
 
-class PgOutage:
+class _Held:
+    """An outage the drill holds on ``conn``; its release ends the spell ``take`` began."""
+
     def __init__(self, conn: Any) -> None:
         self.conn = conn
         self.spells: Spells | None = None  # told when the outage ends (take)
+
+    def release(self) -> None:
+        try:
+            self.conn.execute("ROLLBACK")  # the locks go; the workers' next tries get through
+        finally:
+            self.conn.close()
+            if self.spells is not None:
+                self.spells.end()
+
+
+class PgOutage(_Held):
+    def __init__(self, conn: Any) -> None:
+        super().__init__(conn)
         self.swept = 0.0
         self.cuts = 0
 
@@ -75,14 +90,6 @@ class PgOutage:
     def sweep(self) -> None:
         if time.monotonic() - self.swept >= SWEEP_S:
             self.cut()
-
-    def release(self) -> None:
-        try:
-            self.conn.execute("ROLLBACK")  # the locks go; the workers' next tries get through
-        finally:
-            self.conn.close()
-            if self.spells is not None:
-                self.spells.end()
 
 
 def _take_postgresql(url: str) -> PgOutage | None:
@@ -109,23 +116,11 @@ def _take_postgresql(url: str) -> PgOutage | None:
     return outage
 
 
-class SqliteLock:
+class SqliteLock(_Held):
     """SQLite: the write lock, held by a connection of the drill's."""
-
-    def __init__(self, conn: sqlite3.Connection) -> None:
-        self.conn = conn
-        self.spells: Spells | None = None  # told when the outage ends (take)
 
     def sweep(self) -> None:
         """Nothing to renew: the lock holds until released."""
-
-    def release(self) -> None:
-        try:
-            self.conn.execute("ROLLBACK")
-        finally:
-            self.conn.close()
-            if self.spells is not None:
-                self.spells.end()
 
 
 def take(url: str, path: Path, spells: Spells) -> SqliteLock | PgOutage | None:
