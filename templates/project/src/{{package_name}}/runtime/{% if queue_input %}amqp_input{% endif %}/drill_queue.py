@@ -46,16 +46,13 @@ def drill_submit(ctx: Context, records: list[dict[str, Any]], *, work_ms: float 
     prefix = f"drill-{more}-" if more else "drill-"
     per = records_per_message(ctx)
     ids = []
-    try:
-        connection = connect(ctx)
-    except amqp_errors.AMQPConnectionError as exc:
-        if more:  # mid-run (the drill may have restarted the broker): the drill tries again later
-            raise TransientError(f"the broker at {where(ctx)} is away ({why(exc)})") from None
-        raise JobError(f"the drill needs the broker at {where(ctx)} (set AMQP_URL): {why(exc)}") from None
-    except JobError as exc:
-        if more:  # a login refused mid-run: the broker is starting again (it took this login at the start)
-            raise TransientError(str(exc)) from None
-        raise
+    if more:  # mid-run (the drill may have restarted the broker): the drill tries again later
+        connection = _connect_mid_run(ctx)
+    else:
+        try:
+            connection = connect(ctx)
+        except amqp_errors.AMQPConnectionError as exc:
+            raise JobError(f"the drill needs the broker at {where(ctx)} (set AMQP_URL): {why(exc)}") from None
     try:
         channel = connection.channel()
         declare(channel, queue, DRILL_QUEUE_EXPIRES_S * 1000)
@@ -135,12 +132,7 @@ def _publish_mid_run(ctx: Context, messages: list[tuple[bytes, Any]], what: str)
     TransientError when the broker is away (a drill may restart it): nothing was published (the
     transaction was not committed), and the drill tries again later."""
     queue, _ = queue_of(ctx)
-    try:
-        connection = connect(ctx)
-    except amqp_errors.AMQPConnectionError as exc:
-        raise TransientError(f"the broker at {where(ctx)} is away ({why(exc)})") from None
-    except JobError as exc:  # a login refused mid-run: the broker is starting again (it took this login at the start)
-        raise TransientError(str(exc)) from None
+    connection = _connect_mid_run(ctx)
     try:
         channel = connection.channel()
         channel.tx_select()
@@ -205,3 +197,14 @@ def data_dir_queue(data_dir: Path) -> str | None:
     """The drill queue pinned to a data directory, if any (for tests and tools)."""
     pinned = data_dir / DRILL_QUEUE_FILE
     return str(json.loads(pinned.read_text(encoding="utf-8"))["queue"]) if pinned.is_file() else None
+
+
+def _connect_mid_run(ctx: Context) -> Any:
+    """A connection for the drill's publishes while the workers run. TransientError when the broker is
+    away, or refuses a login it took at the start (it is starting again): the drill tries again later."""
+    try:
+        return connect(ctx)
+    except amqp_errors.AMQPConnectionError as exc:
+        raise TransientError(f"the broker at {where(ctx)} is away ({why(exc)})") from None
+    except JobError as exc:
+        raise TransientError(str(exc)) from None
