@@ -133,3 +133,39 @@ def test_workers_starting_at_once_on_a_fresh_database_create_the_call_ledger_onc
                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for _ in range(6)]
     errors = [err for proc in procs for _, err in [proc.communicate(timeout=120)] if proc.returncode != 0]
     assert errors == [], errors[0][-600:]
+
+
+OUTAGE_SWEEP = """
+import sys, time
+import psycopg
+from pathlib import Path
+from {pkg}.drill import store_away
+url = sys.argv[1]
+holder = store_away.take(url, Path(sys.argv[2]), store_away.Spells())
+assert holder is not None
+late_worker = psycopg.connect(url, autocommit=True, application_name=store_away.WORKER_APP)
+bystander = psycopg.connect(url, autocommit=True, application_name="someone-else")
+time.sleep(store_away.SWEEP_S * 2)
+holder.sweep()
+def alive(conn):
+    try:
+        conn.execute("SELECT 1")
+        return True
+    except psycopg.Error:
+        return False
+print(alive(late_worker), alive(bystander), holder.cuts)
+holder.release()
+"""
+
+
+def test_the_drills_outage_cuts_a_worker_connection_opened_while_it_holds_the_store(tmp_path: Path,
+                                                                                     fresh_database: str) -> None:
+    """The outage's locks keep one transaction open, and PostgreSQL reads pg_stat_activity once per
+    transaction: each sweep must look again, or a worker that reconnects mid-outage waits uncut."""
+    generated = scaffold.generate("checkpoint", tmp_path / "job", {"project_name": "Pg Sweep Job"})
+    env = {**os.environ, "PYTHONPATH": str(generated.dest / "src")}
+    result = subprocess.run([sys.executable, "-c", OUTAGE_SWEEP.format(pkg=generated.package), fresh_database,
+                             str(tmp_path / "state.db")], env=env, capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stderr
+    late_worker_alive, bystander_alive, cuts = result.stdout.split()
+    assert (late_worker_alive, bystander_alive) == ("False", "True") and int(cuts) >= 1, result.stdout

@@ -81,6 +81,9 @@ class PgOutage(_Held):
         self.cuts = 0
 
     def cut(self) -> None:
+        # pg_stat_activity is read once per transaction, and the locks hold one open: without a fresh
+        # reading a sweep would never see a connection opened since (it would wait on its lock, uncut).
+        self.conn.execute("SELECT pg_stat_clear_snapshot()")
         self.cuts += int(self.conn.execute(CUT, (WORKER_APP,)).fetchone()[0] or 0)
         self.swept = time.monotonic()
 

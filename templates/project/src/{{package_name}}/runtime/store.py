@@ -217,9 +217,13 @@ class Store:
                 self.conn.execute("ROLLBACK")  # explicit: the connection is in autocommit mode
             except Exception:
                 # The connection is gone (a server restart): the server rolled the transaction
-                # back itself. The error that got us here is the one to report.
-                if not self._lost():
+                # back itself. Or it is wedged: cut in the middle of an ``executemany``, psycopg
+                # refuses every statement ("cannot exit pipeline mode while busy") and its flags
+                # do not say broken. The server rolls back when the session ends, so that
+                # connection is closed; either way the error that got us here is the one to report.
+                if not (self._lost() or isinstance(exc, StoreUnavailable)):
                     raise
+                self._close_quietly()
             raise
         else:
             if probe_hook.observer is not None and self.dialect == "postgresql":
@@ -246,6 +250,12 @@ class Store:
 
     def close(self) -> None:
         self.conn.close()
+
+    def _close_quietly(self) -> None:
+        try:
+            self.conn.close()
+        except Exception:  # already closed or broken: nothing left to release
+            pass
 
 
 def connect(data_dir: Path, settings: Settings, *, create: bool = False) -> Store:
