@@ -54,6 +54,9 @@ the report says why not). schedule.py draws them into a plan; an event's fields,
                      (and another rot), done to the newest checkpoint generation once the worker is
                      dead (strategies with ``drill_damage_newest``); its successor falls back, and
                      is the first of the worker's own kills (``after: damage``, AFTER_DAMAGE)
+    second-outage    After the workers end (after a rebuild): one worker on new input, with
+                     store_outage_s LIMIT_S, meets two store outages held well within it, the
+                     second more than LIMIT_S after the first and after a commit (second_outage.py)
     upgrade          from: a schema version. After the workers end (after a rebuild): the project's
                      upgrade fixture of that version (its newest) continued by this code in
                      ``<data-dir>/upgrade`` as ``drill --upgrade-from VERSION`` would (upgrade.py)
@@ -120,6 +123,10 @@ KINDS: dict[str, str] = {
                "subscribers where they were, so the last run sends only the new work; then rebuilds killed "
                "before their 2nd and 3rd writes, each followed by new input, a run and a whole rebuild: a killed "
                "rebuild leaves a consistent, shorter projection that the run completes",
+    "second-outage": "after the run, the job alone on new input with a short store_outage_s meets two store "
+                     "outages, each held well within it, the second more than that limit after the first and after "
+                     "a commit: it rides out both (each outage gets the whole limit; a clock kept running from the "
+                     "first would give up on the second at once)",
     "upgrade": "after the run, the store an older release left mid-run (the newest upgrade fixture the project "
                "ships) continued by this code, its worker killed at the schema check, at each migration and at "
                "the first pass of every persistence point: nothing lost or applied twice across the upgrade",
@@ -130,7 +137,7 @@ DEFAULT_KINDS = tuple(kind for kind in KINDS if kind != "power-loss")
 #: Kinds that happen once, before the workers start: neither timed nor armed.
 SETUP_KINDS = ("submit-crash",)
 #: Kinds that happen once, after every worker ended: neither timed nor armed.
-FINAL_KINDS = ("reconcile", "rebuild", "upgrade")
+FINAL_KINDS = ("reconcile", "rebuild", "second-outage", "upgrade")
 #: host-lost makes the drill wait out the lease once: drawn only when that is this short (seconds).
 HOST_LOST_MAX_LEASE_S = 10.0
 
@@ -145,6 +152,8 @@ def not_applicable(kind: str, strategy: Any, settings: Any, *, aimed: bool = Fal
         return str(declared)
     if kind == "power-loss":
         return "run by the power-loss drill"
+    if kind == "second-outage":  # a store outage, twice: where there is none, the same reason
+        return not_applicable("store-outage", strategy, settings, aimed=aimed)
     if kind == "store-outage" and files:
         return "the state is in files: there is no store to take away"
     if kind == "other-host" and files:

@@ -1,17 +1,22 @@
 """What the drill does once every worker ended (the schedule's final events, fault_kinds.FINAL_KINDS):
 a person answers the calls in doubt (reconcile, reconciler.py), an operator rebuilds the projection
-(rebuild, rebuilder.py), and a store an older release left is continued by this code (upgrade,
+(rebuild, rebuilder.py), the job meets two store outages with a short limit (second-outage,
+second_outage.py), and a store an older release left is continued by this code (upgrade,
 upgrade.py). Mixed into runner.Drill, whose state it reads (set in Drill.run).
 """
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 from ..runtime.strategy import Context
 from .history import History
 from .progress import Progress
+from ..runtime.store import STATE_DB
+from . import second_outage, store_away
 from .rebuilder import KILLED_AT, rebuild
 from .reconciler import Operator
 from .tally import Tally
@@ -33,7 +38,8 @@ class Finals:
     t: Callable[[], float]
     records: list[dict[str, Any]]
     operator: list[dict[str, Any]]
-    add_work: Callable[[int, str], list[dict[str, Any]] | None]
+    add_work: Callable[..., list[dict[str, Any]] | None]
+    nemesis: Any  # its spells: the outages, as the malformed-input thread sees them
     _start_every_slot: Callable[..., None]
     _loop: Callable[[], None]
 
@@ -42,6 +48,8 @@ class Finals:
         for event in final:
             if event["kind"] == "rebuild":
                 self._rebuild(event)
+            elif event["kind"] == "second-outage":
+                self._second_outage(event)
             elif event["kind"] == "upgrade":
                 self._upgrade(event)
 
@@ -83,3 +91,31 @@ class Finals:
                                    seed=self.schedule.seed, work_ms=self.schedule.work_ms)
         self.history.add("fault", event=event["n"], kind="upgrade", done=done, **outcome)
         self.tally.injected(event, outcome, self.emit, self.t, done)
+
+    def _second_outage(self, event: dict[str, Any]) -> None:
+        """Every worker ended: one worker with a short store_outage_s meets two outages, each within it, the
+        second more than that after the first (second_outage.py); then the job finishes what is left."""
+        done, label = self.progress.applied(), f"second-outage-{event['n']}"
+        if not self._add_soon(2 * second_outage.BATCH, label):
+            return
+        ctx = self.drill_ctx
+        self.pool.home(0)
+        proc = self.pool.spawn(0, None, done=done, env_extra=second_outage.ENV)
+        outcome = second_outage.Run(
+            proc, self.pool.probe_dir, lambda: ctx.strategy.status(ctx),
+            lambda: store_away.take(ctx.settings.database_url, Path(ctx.data_dir) / STATE_DB, self.nemesis.spells),
+            self.add_work, label).play()
+        self.pool.exited()  # its exit is this fault's finding (checks/second_outage.py), not a worker failure
+        self.history.add("fault", event=event["n"], kind="second-outage", done=done, **outcome)
+        self.tally.injected(event, outcome, self.emit, self.t, done)
+        self._start_every_slot(self.progress.applied())  # what it left (all of it, if it gave up at once)
+        self._loop()
+
+    def _add_soon(self, count: int, label: str) -> bool:
+        """``count`` new records (second_outage.WORK_MS each), once the broker takes them (a queue input)."""
+        deadline = time.monotonic() + second_outage.DEADLINE_S
+        while self.add_work(count, label, second_outage.WORK_MS) is None:
+            if time.monotonic() > deadline:
+                return False
+            time.sleep(second_outage.POLL_S)
+        return True

@@ -347,7 +347,7 @@ class Drill(Finals):
             self.marks[event["n"]] = done + added * 0.9 * (i + 1) / (len(self.timed) + 1)
         self._start_every_slot(done)
 
-    def add_work(self, count: int, label: str) -> list[dict[str, Any]] | None:
+    def add_work(self, count: int, label: str, work_ms: float | None = None) -> list[dict[str, Any]] | None:
         """``count`` new records (never seen before) submitted as a user would, under correlation id
         ``drill-<label>`` (a queue input: published on the drill's queue); the oracle restarted on the
         whole input. None: the broker is away; the caller tries again later. Used when the work ran
@@ -357,7 +357,7 @@ class Drill(Finals):
         publish = getattr(self.drill_ctx.strategy, "drill_submit", None)
         if publish is not None:  # a queue input: more messages on the drill's queue
             try:
-                publish(self.drill_ctx, extra, work_ms=self.schedule.work_ms, more=label.replace("-", ""))
+                publish(self.drill_ctx, extra, work_ms=work_ms or self.schedule.work_ms, more=label.replace("-", ""))
             except TransientError as exc:
                 now = time.monotonic()
                 self.broker_away_since = self.broker_away_since or now
@@ -366,7 +366,7 @@ class Drill(Finals):
                 return None
             self.broker_away_since = None
         else:
-            submission.queue(self.drill_ctx, extra, correlation_id=f"drill-{label}", work_ms=self.schedule.work_ms)
+            submission.queue(self.drill_ctx, extra, correlation_id=f"drill-{label}", work_ms=work_ms or self.schedule.work_ms)
         self.records = self.records + extra
         self.nemesis.records = self.records  # a resubmission may pick from the new work too
         stop_oracles(self.oracles)

@@ -270,6 +270,8 @@ def plan(strategy: Any, settings: Any, *, seed: int, records: int, kills: int, w
                        "count": max(1, round(records * RESUBMIT_SHARE))})
     if "rebuild" in usable:  # after the workers end (after a reconcile): no draw, the other events stay as they were
         events.append({"kind": "rebuild", "count": added})
+    if "second-outage" in usable:  # after the workers end: no draw, the other events stay as they were
+        events.append({"kind": "second-outage"})
     if "upgrade" in usable:  # after the rest: the newest fixture the project ships (fault_kinds.py)
         events.append({"kind": "upgrade", "from": newest_fixture(strategy)[0]})
     events += final

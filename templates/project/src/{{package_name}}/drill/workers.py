@@ -117,7 +117,8 @@ class Pool:
             self.host[slot] = None
 
     def spawn(self, slot: int, armed: dict[str, Any] | None = None, *,
-              done: int | None = None) -> subprocess.Popen[bytes]:
+              done: int | None = None, env_extra: dict[str, str] | None = None) -> subprocess.Popen[bytes]:
+        """Start the slot's worker; ``env_extra``: settings of its own (second_outage.py: a short limit)."""
         env = dict(self.base_env)
         env[EXTERNAL_DIR_ENV] = str(self.data_dir)  # every worker, on every simulated host, calls one service
         env["PGAPPNAME"] = WORKER_APP  # PostgreSQL: the store-outage fault tells its connections apart (store_away.py)
@@ -133,6 +134,7 @@ class Pool:
         if slot > 0:  # workers on one machine cannot share the metrics port the settings name: the first keeps it
             env[METRICS_PORT_ENV] = "0"
         env.update(arming(armed))
+        env.update(env_extra or {})
         cmd = [sys.executable, "-m", settings_module.PACKAGE, "run", "--data-dir", str(work_dir)]
         proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=self.log, stderr=self.log, env=env)
         self.procs[slot], self.armed[slot], self.reaped[slot] = proc, armed, False

@@ -14,7 +14,9 @@ history the run left, each knowing nothing of how its faults were made.
   heartbeat (``heartbeat_kept``, from the drill's watch), a unit taken from a holder that was
   still working (``taken_while_held``, from the service's log);
 * ``rebuild.py``, ``second_start.py`` — an operator's rebuild, whole or killed mid-way
-  (``rebuild``); the job started twice on one worker's data directory (``second_start``).
+  (``rebuild``); the job started twice on one worker's data directory (``second_start``);
+* ``second_outage.py`` — a worker that gave up on a store outage shorter than its limit
+  (``second_outage``).
 
 Each returns ``verdict.Failure`` dicts; judge.py gathers their inputs.
 """
