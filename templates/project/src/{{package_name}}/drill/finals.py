@@ -95,16 +95,19 @@ class Finals:
     def _second_outage(self, event: dict[str, Any]) -> None:
         """Every worker ended: one worker with a short store_outage_s meets two outages, each within it, the
         second more than that after the first (second_outage.py); then the job finishes what is left."""
-        done, label = self.progress.applied(), f"second-outage-{event['n']}"
+        done, label, ctx = self.progress.applied(), f"second-outage-{event['n']}", self.drill_ctx
+        try:
+            done_before = int(ctx.strategy.status(ctx)["done"])
+        except Exception:  # a store the run left unreadable: the verdict says so (store_corrupt), nothing runs on it
+            return
         if not self._add_soon(2 * second_outage.BATCH, label):
             return
-        ctx = self.drill_ctx
         self.pool.home(0)
         proc = self.pool.spawn(0, None, done=done, env_extra=second_outage.ENV)
         outcome = second_outage.Run(
             proc, self.pool.probe_dir, lambda: ctx.strategy.status(ctx),
             lambda: store_away.take(ctx.settings.database_url, Path(ctx.data_dir) / STATE_DB, self.nemesis.spells),
-            self.add_work, label).play()
+            self.add_work, label, added=2 * second_outage.BATCH, done_before=done_before).play()
         self.pool.exited()  # its exit is this fault's finding (checks/second_outage.py), not a worker failure
         self.history.add("fault", event=event["n"], kind="second-outage", done=done, **outcome)
         self.tally.injected(event, outcome, self.emit, self.t, done)

@@ -55,16 +55,18 @@ class Run:
     """One worker's run through the two outages; ``outcome()`` is what the history records."""
 
     def __init__(self, proc: Any, probe_dir: Path, status: Callable[[], dict[str, Any]],
-                 take: Callable[[], Any], add_work: Callable[[int, str, float], Any], label: str) -> None:
+                 take: Callable[[], Any], add_work: Callable[[int, str, float], Any], label: str, *,
+                 added: int, done_before: int) -> None:
+        """``added``: the records of new input added for it, when ``done_before`` records were done."""
         self.proc, self.probe_dir, self.status, self.take = proc, probe_dir, status, take
-        self.add_work, self.label = add_work, label
+        self.add_work, self.label, self.added, self.done_before = add_work, label, added, done_before
         self.began = time.monotonic()
         self.outages: list[dict[str, Any]] = []  # held_s, seen (the worker failed a try meanwhile)
         self.ended_in: int | None = None  # the outage (1, 2) the worker ended in, if it ended in one
         self.batches = 1
 
     def play(self) -> dict[str, Any]:
-        committed = self._until_committed(since=max(0, self._state()[0]))
+        committed = self._until_committed(since=self.done_before)
         if committed is not None:
             clock_start = self._outage(1)
             if self._until_committed(since=committed, not_before=clock_start + APART_S, top_up=True) is not None:
@@ -79,24 +81,25 @@ class Run:
                 else None}
 
     # ---- the store, read only while the drill holds nothing (PostgreSQL: its locks would block the read)
-    def _state(self) -> tuple[int, int]:
-        """(records done, records left); (-1, BATCH) while the store does not answer the drill."""
+    def _done(self) -> int:
+        """The records done; -1 while the store does not answer the drill."""
         try:
-            state = self.status()
+            return int(self.status()["done"])
         except StoreError:
-            return -1, BATCH
-        done = int(state["done"])
-        return done, int(state["total"]) - done - int(state.get("failed", 0))
+            return -1
 
     def _until_committed(self, *, since: int, not_before: float = 0.0, top_up: bool = False) -> int | None:
         """The records done, once more than ``since`` and not before ``not_before``; None if the worker ended
         first (or the deadline passed)."""
         while self.proc.poll() is None and time.monotonic() - self.began < DEADLINE_S:
-            done, left = self._state()
+            done = self._done()
             if done > since and time.monotonic() >= not_before:
                 return done
-            if top_up and left <= BATCH and self.add_work(BATCH, f"{self.label}-{self.batches}", WORK_MS):
-                self.batches += 1
+            # Left of this fault's input: what it added less what was done since (a queue's messages are
+            # not in the store until taken, so the store's own count of work left would not tell).
+            left = self.added - (done - self.done_before)
+            if top_up and done >= 0 and left <= BATCH and self.add_work(BATCH, f"{self.label}-{self.batches}", WORK_MS):
+                self.batches, self.added = self.batches + 1, self.added + BATCH
             time.sleep(POLL_S)
         return None
 
