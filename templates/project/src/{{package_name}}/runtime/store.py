@@ -36,21 +36,12 @@ from typing import Any
 
 from . import faults, metrics, probe_hook
 from .errors import StoreError, StoreUnavailable, redact
+from .pg_errors import postgresql_unavailable
 from ..settings import PACKAGE, Settings
 
 STATE_DB = "state.db"
 #: PostgreSQL: seconds a connection attempt may take (when the URL does not say).
 CONNECT_TIMEOUT_S = 10
-
-#: SQLSTATEs (besides class 08) of a server that cannot serve this connection now: admin/crash
-#: shutdown, "cannot connect now" (starting up, in recovery), too many connections: pause, retry.
-_PG_UNAVAILABLE_STATES = ("57P01", "57P02", "57P03", "53300")
-#: Connection failures have no SQLSTATE (libpq reports them as text): these say the
-#: server is down, restarting or overloaded, not that the URL or password is wrong.
-_PG_UNAVAILABLE_WORDS = ("connection refused", "starting up", "shutting down", "not yet accepting",
-                         "recovery mode", "server closed the connection", "timeout expired", "timed out",
-                         "too many clients", "no route to host", "network is unreachable",
-                         "terminating connection")
 
 _commits = 0
 _after_next_commit: Callable[[], None] | None = None
@@ -82,21 +73,6 @@ def note_commit(seconds: float | None = None) -> None:
 
 def _one_line(exc: BaseException) -> str:
     return " ".join(str(exc).split())
-
-
-def postgresql_unavailable(exc: BaseException, *, connecting: bool = False) -> bool:
-    """Is this psycopg error an outage worth waiting for (not a mistake to report at once)?"""
-    import psycopg  # only asked about PostgreSQL errors, so it is installed
-
-    if not isinstance(exc, (psycopg.OperationalError, psycopg.InterfaceError)):
-        return False
-    sqlstate = getattr(exc, "sqlstate", None)
-    if sqlstate:
-        return sqlstate.startswith("08") or sqlstate in _PG_UNAVAILABLE_STATES
-    # No SQLSTATE. While connecting, only the words tell a server that is down from a
-    # wrong host, database or password; once connected, it is the connection that broke.
-    text = str(exc).lower()
-    return not connecting or any(word in text for word in _PG_UNAVAILABLE_WORDS)
 
 
 def check_data_dir(data_dir: Path, *, create: bool) -> Path:
