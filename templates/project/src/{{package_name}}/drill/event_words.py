@@ -41,6 +41,7 @@ def describe(event: dict[str, Any]) -> str:
              "scale-out": lambda e: "one more worker started beside the running ones",
              "rebuild": lambda e: f"the projection rebuilt from the events, then {e['count']} new record(s) and a last run",
              "second-outage": lambda e: "the job alone on new input, its store taken away twice, within its limit",
+             "hung-worker": lambda e: "the job once more with a short lease, its worker hung while it holds a unit",
              "upgrade": lambda e: f"the store schema version {e['from']} left mid-run, continued by this code with crashes",
              "sigkill": lambda e: (e.get("moment", "") + (f", then the newest checkpoint {e['damage']}"
                                                           if e.get("damage") else "")) if "at" in e else

@@ -57,6 +57,10 @@ the report says why not). schedule.py draws them into a plan; an event's fields,
     second-outage    After the workers end (after a rebuild): one worker on new input, with
                      store_outage_s LIMIT_S, meets two store outages held well within it, the
                      second more than LIMIT_S after the first and after a commit (second_outage.py)
+    hung-worker      After the workers end: one worker on new input, with
+                     lease_s LEASE_S, stopped (SIGSTOP) while it holds a unit and no lock; once the
+                     lease ran out another starts on the same host; then the hung one is killed
+                     (hung_worker.py)
     upgrade          from: a schema version. After the workers end (after a rebuild): the project's
                      upgrade fixture of that version (its newest) continued by this code in
                      ``<data-dir>/upgrade`` as ``drill --upgrade-from VERSION`` would (upgrade.py)
@@ -127,6 +131,10 @@ KINDS: dict[str, str] = {
                      "outages, each held well within it, the second more than that limit after the first and after "
                      "a commit: it rides out both (each outage gets the whole limit; a clock kept running from the "
                      "first would give up on the second at once)",
+    "hung-worker": "after the run, the job once more on new input with a short lease: its worker hangs (SIGSTOP: a "
+                   "long pause, a frozen VM) while it holds a unit, and once the lease ran out another worker starts "
+                   "on the same host: it takes the unit over although the hung pid is alive; then the hung one is "
+                   "killed, as a liveness probe would end it",
     "upgrade": "after the run, the store an older release left mid-run (the newest upgrade fixture the project "
                "ships) continued by this code, its worker killed at the schema check, at each migration and at "
                "the first pass of every persistence point: nothing lost or applied twice across the upgrade",
@@ -137,7 +145,7 @@ DEFAULT_KINDS = tuple(kind for kind in KINDS if kind != "power-loss")
 #: Kinds that happen once, before the workers start: neither timed nor armed.
 SETUP_KINDS = ("submit-crash",)
 #: Kinds that happen once, after every worker ended: neither timed nor armed.
-FINAL_KINDS = ("reconcile", "rebuild", "second-outage", "upgrade")
+FINAL_KINDS = ("reconcile", "rebuild", "second-outage", "hung-worker", "upgrade")
 #: host-lost makes the drill wait out the lease once: drawn only when that is this short (seconds).
 HOST_LOST_MAX_LEASE_S = 10.0
 
@@ -152,6 +160,10 @@ def not_applicable(kind: str, strategy: Any, settings: Any, *, aimed: bool = Fal
         return str(declared)
     if kind == "power-loss":
         return "run by the power-loss drill"
+    if kind == "hung-worker":
+        if files or queue or not getattr(strategy, "MULTI_WORKER", True) or getattr(strategy, "held_claims", None) is None:
+            return ("no unit held under a lease that another worker could take over here (one worker per data "
+                    "directory, or a queue's broker hands the messages out)")
     if kind == "second-outage":  # a store outage, twice: where there is none, the same reason
         return not_applicable("store-outage", strategy, settings, aimed=aimed)
     if kind == "store-outage" and files:

@@ -16,7 +16,7 @@ from ..runtime.strategy import Context
 from .history import History
 from .progress import Progress
 from ..runtime.store import STATE_DB
-from . import second_outage, store_away
+from . import hung_worker, second_outage, store_away
 from .rebuilder import KILLED_AT, rebuild
 from .reconciler import Operator
 from .tally import Tally
@@ -42,6 +42,7 @@ class Finals:
     nemesis: Any  # its spells: the outages, as the malformed-input thread sees them
     _start_every_slot: Callable[..., None]
     _loop: Callable[[], None]
+    _undone: Callable[[], int]
 
     def _finals(self, final: list[dict[str, Any]]) -> None:
         self.operator = [self._operator(event) for event in final if event["kind"] == "reconcile"]
@@ -50,6 +51,8 @@ class Finals:
                 self._rebuild(event)
             elif event["kind"] == "second-outage":
                 self._second_outage(event)
+            elif event["kind"] == "hung-worker":
+                self._hung_worker(event)
             elif event["kind"] == "upgrade":
                 self._upgrade(event)
 
@@ -114,10 +117,37 @@ class Finals:
         self._start_every_slot(self.progress.applied())  # what it left (all of it, if it gave up at once)
         self._loop()
 
-    def _add_soon(self, count: int, label: str) -> bool:
-        """``count`` new records (second_outage.WORK_MS each), once the broker takes them (a queue input)."""
+    def _hung_worker(self, event: dict[str, Any]) -> None:
+        """Every worker ended: the job once more with a short lease, its worker hung while it holds a unit,
+        another started once the lease ran out, then the hung one killed (hung_worker.py); then the job
+        finishes what is left."""
+        done, ctx = self.progress.applied(), self.drill_ctx
+        if not self._add_soon(hung_worker.RECORDS, f"hung-worker-{event['n']}", hung_worker.WORK_MS):
+            return
+        while len(self.pool.procs) < 2:  # the hung one's and its taker's
+            self.pool.add_slot()
+        for slot in (0, 1):
+            self.pool.home(slot)  # one host: the hung pid is alive there, and only the lease may free its unit
+        hung = self.pool.spawn(0, None, done=done, env_extra=hung_worker.ENV)
+
+        def taker() -> Any:
+            self.history.add("hung", slot=0, pid=hung.pid, done=self.progress.applied())
+            return self.pool.spawn(1, None, done=self.progress.applied(), env_extra=hung_worker.ENV)
+
+        outcome = hung_worker.Hang(ctx, lambda: ctx.strategy.held_claims(ctx), store_away.WORKER_APP).play(hung, taker)
+        if outcome["frozen"]:
+            self.pool.sigkill(0, event, self.progress.applied())  # a liveness probe ends the hung process
+        self.history.add("fault", event=event["n"], kind="hung-worker", done=done, **outcome)
+        self.tally.injected(event, outcome, self.emit, self.t, done)
+        self._loop()  # the taker's run (or the unhung worker's) to its end
+        if self._undone():  # what the taker left, as the next run of the job would find it
+            self._start_every_slot(self.progress.applied())
+            self._loop()
+
+    def _add_soon(self, count: int, label: str, work_ms: float = second_outage.WORK_MS) -> bool:
+        """``count`` new records (``work_ms`` each), once the broker takes them (a queue input)."""
         deadline = time.monotonic() + second_outage.DEADLINE_S
-        while self.add_work(count, label, second_outage.WORK_MS) is None:
+        while self.add_work(count, label, work_ms) is None:
             if time.monotonic() > deadline:
                 return False
             time.sleep(second_outage.POLL_S)

@@ -103,6 +103,7 @@ def takeovers(ops: list[dict[str, Any]], resent_from: dict[int, dict[int, int]])
     notices: any re-send of its calls counts. One worker at a time: none."""
     slots = {o["pid"]: o["slot"] for o in of(ops, "spawn")}
     stopped_at = {o["pid"]: (o.get("done", 0) if o.get("by") == "drill" else 0) for o in of(ops, "exit") if stopped(o)}
+    stopped_at |= {o["pid"]: o.get("done", 0) for o in of(ops, "hung")}  # hung: stopped long before it was killed
 
     def took_over(worker: int, applied: int) -> bool:
         return worker in stopped_at and stopped_at[worker] <= applied + STOP_SLACK

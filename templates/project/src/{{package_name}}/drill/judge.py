@@ -22,8 +22,8 @@ from ..runtime.strategy import Context
 from ..runtime.strategy import load as load_strategy
 from ..settings import Settings
 from . import evidence, reconciler, verdict
-from .checks import (bad_input, calls, claims, exits, history, rebuild, resubmission, second_outage, second_start,
-                     upgrade)
+from .checks import (bad_input, calls, claims, exits, history, hung_worker, rebuild, resubmission, second_outage,
+                     second_start, upgrade)
 from .durability import PROBE_ENV, collect
 from .history import read as read_history
 from .history import takeovers
@@ -145,7 +145,7 @@ def judge(ctx: Context, settings: Settings, data_dir: Path, report: dict[str, An
     ops = read_history(Path(report["history"])) if report.get("history") else []
     if ops:  # the fault schedule's runs (a sweep's segments keep none)
         failures += second_start.check(ops) + rebuild.check(ops) + claims.check(ops, float(settings.lease_s))
-        failures += upgrade.check(ops) + second_outage.check(ops)
+        failures += upgrade.check(ops) + second_outage.check(ops) + hung_worker.check(ops)
         failures += bad_input.check(ops, report)
         failures += claims.check_taken(ops, resends(data_dir), float(settings.lease_s))
     failures += verdict.check_run(report, promise=strategy.REDONE_CALLS_PER_KILL,

@@ -62,14 +62,19 @@ class Resubmitting:
             return None  # the store is busy or away: later
         finished = {rid for rid, _ in stored}
         if event.get("pending"):
-            # Records not done yet, the last queued first: the first of them is the input's last, so
-            # its second task is next in the queue once a worker takes the first (two workers then
-            # hold one business key at once unless the claim keeps a second task waiting).
-            if len(self.pool.alive()) < 2:
+            # Records not done yet, the last queued first. Where they are refused (a record the store
+            # holds), they must be refused although not done. Where a business key dedupes them: the
+            # first of them is the input's last, so its second task is next in the queue once a worker
+            # takes the first (two workers then hold one business key at once unless the claim keeps a
+            # second task waiting).
+            refused = getattr(self.strategy, "RESUBMITTED_RECORD", "new-work") == "refused"
+            if not refused and len(self.pool.alive()) < 2:
                 return None  # the point is two live workers: later
             chunk = [r for r in reversed(self.records) if str(r["record_id"]) not in finished][:event["count"]]
             if not chunk:
                 return None  # everything done: later (the runner extends the work)
+            if refused:
+                return self._submit(event, chunk, f"drill-resubmit-{event['n']}", done, same=False, pending=True)
             # Its first call is answered late, as a loaded service answers: the first task is in flight
             # a while when the second is next in the queue, and a claim that lets the second run then
             # sends the call a second time (a correct one keeps the second waiting: no harm, a pause).

@@ -235,7 +235,7 @@ def plan(strategy: Any, settings: Any, *, seed: int, records: int, kills: int, w
         events.insert(0, {"kind": "submit-crash", "crash_at": "last"})
     if "resubmit-new" in usable and any(e["kind"] in ("sigkill", "sigterm") for e in events):
         events.append(_late_resubmission(events, random.Random(f"{seed}:late"), records))
-    if "resubmit-new" in usable and _two_hold_one_key(strategy, usable, workers):
+    if "resubmit-new" in usable and (_two_hold_one_key(strategy, usable, workers) or _refuses_queued(strategy)):
         drawn = random.Random(f"{seed}:pending")  # its own generator: the other events stay as they were
         events.append({"kind": "resubmit-new", "at": round(drawn.uniform(*PENDING_RESUBMIT_AT), 4),
                        "count": min(max(1, round(records * RESUBMIT_SHARE)), records), "pending": True})
@@ -272,6 +272,8 @@ def plan(strategy: Any, settings: Any, *, seed: int, records: int, kills: int, w
         events.append({"kind": "rebuild", "count": added})
     if "second-outage" in usable:  # after the workers end: no draw, the other events stay as they were
         events.append({"kind": "second-outage"})
+    if "hung-worker" in usable:  # after the workers end: no draw, the other events stay as they were
+        events.append({"kind": "hung-worker"})
     if "upgrade" in usable:  # after the rest: the newest fixture the project ships (fault_kinds.py)
         events.append({"kind": "upgrade", "from": newest_fixture(strategy)[0]})
     events += final
@@ -323,6 +325,13 @@ def _two_hold_one_key(strategy: Any, usable: list[str], workers: int) -> bool:
     """Can two live workers hold tasks of one business key here (PENDING_RESUBMIT_AT)? Not with a
     queue's own redelivery instead of a store's tasks (its resubmission publishes again)."""
     return (getattr(strategy, "RESUBMITTED_RECORD", "new-work") == "deduped" and (workers > 1 or "scale-out" in usable)
+            and getattr(strategy, "drill_republish", None) is None)
+
+
+def _refuses_queued(strategy: Any) -> bool:
+    """Does the strategy refuse a record its store holds, queued and not done yet as well as done? Not a
+    queue's input (its resubmission publishes again)."""
+    return (getattr(strategy, "RESUBMITTED_RECORD", "new-work") == "refused"
             and getattr(strategy, "drill_republish", None) is None)
 
 

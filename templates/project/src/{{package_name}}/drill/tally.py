@@ -31,6 +31,8 @@ class Tally:
         self.injected_by_kind[kind] = self.injected_by_kind.get(kind, 0) + 1
         if kind == "host-lost":
             self.workers_lost += 1 + len(outcome.get("also", []))
+        if kind == "hung-worker" and outcome.get("frozen"):  # its unit in flight redone by its taker, as a lost host's
+            self.workers_lost += 1
         if outcome.get("damaged"):  # the kill's damage landed too (nemesis.py): a fault of its own
             self.injected_by_kind["damaged-checkpoint"] = self.injected_by_kind.get("damaged-checkpoint", 0) + 1
             emit({"event": "fault", "n": event["n"], "kind": "damaged-checkpoint", "done": done, "t": t(),

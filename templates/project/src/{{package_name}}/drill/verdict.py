@@ -34,7 +34,7 @@ CHECKS = ("lost", "duplicate_effects", "unexpected_effects", "incomplete", "resu
           "redone_calls", "durability", "worker_failures", "graceful_exit", "held_after_exit",
           "in_doubt_after_exit", "resent_after_exit", "acked_uncommitted", "resubmission", "key_reuse",
           "heartbeat_kept", "taken_while_held", "committed_lost", "store_corrupt", "reconcile", "second_start", "rebuild",
-          "second_outage", "upgrade", "stalled", "bad_input")
+          "second_outage", "hung_holder", "upgrade", "stalled", "bad_input")
 
 Failure = dict[str, str]
 

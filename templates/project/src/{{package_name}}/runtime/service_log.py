@@ -51,17 +51,18 @@ def calls_sent_after(data_dir: Path, after: int, record_ids: list[str], until: i
 
 
 def applications(data_dir: Path, record_ids: list[str], until: int | None = None) -> dict[str, list[tuple[int, int, str]]]:
-    """How often the service applied each of ``record_ids`` (up to its ``until``-th call), for the
+    """How often the service applied each step of ``record_ids`` (up to its ``until``-th call), for the
     kinds that apply every call they do not refuse (plain, queryable; "timeout": applied, then the
-    answer was lost): (the effect's place among all effects applied, 1-based, as the drill's ``done``
-    counts them; the caller's pid; the outcome), in order."""
+    answer was lost), by ``"<record id>"`` (one step) or ``"<record id> step <step>"``: (the effect's
+    place among all effects applied, 1-based, as the drill's ``done`` counts them; the caller's pid;
+    the outcome), in order."""
     wanted = set(record_ids)
     found: dict[str, list[tuple[int, int, str]]] = {}
-    rows = log_rows(data_dir, "SELECT record_id, pid, outcome FROM calls WHERE kind = 'apply'"
+    rows = log_rows(data_dir, "SELECT record_id, step, pid, outcome FROM calls WHERE kind = 'apply'"
                                " AND outcome IN ('applied', 'timeout') AND rowid <= ? ORDER BY rowid", (until or 2 ** 62,))
-    for place, (rid, pid, outcome) in enumerate(rows, 1):
+    for place, (rid, step, pid, outcome) in enumerate(rows, 1):
         if rid in wanted:
-            found.setdefault(rid, []).append((place, int(pid), outcome))
+            found.setdefault(f"{rid} step {step}" if step else rid, []).append((place, int(pid), outcome))
     return found
 
 

@@ -16,7 +16,8 @@ history the run left, each knowing nothing of how its faults were made.
 * ``rebuild.py``, ``second_start.py`` — an operator's rebuild, whole or killed mid-way
   (``rebuild``); the job started twice on one worker's data directory (``second_start``);
 * ``second_outage.py`` — a worker that gave up on a store outage shorter than its limit
-  (``second_outage``).
+  (``second_outage``);
+* ``hung_worker.py`` — a hung holder's unit not taken over once its lease ran out (``hung_holder``).
 
 Each returns ``verdict.Failure`` dicts; judge.py gathers their inputs.
 """

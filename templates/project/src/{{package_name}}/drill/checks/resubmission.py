@@ -9,8 +9,9 @@ resubmissions and their answers, the reused keys), never how a fault was made.
   (``RESUBMITTED_RECORD``: ``refused``, or ``deduped``: queued, and then neither applied
   nor stored twice, which the effects and results checks hold it to, and not sent to the
   service again: ``sent_again``, the calls asked for them after they came again); records not
-  done yet, under a new correlation id (``pending``), must not be applied twice unless a kill,
-  a lost answer or a store outage made the second send a re-send in doubt (``applied_twice``).
+  done yet, under a new correlation id (``pending``), must be refused where records are refused
+  (the store holds them already), and elsewhere must not be applied twice unless a kill, a lost
+  answer or a store outage made the second send a re-send in doubt (``applied_twice``).
 * ``key_reuse``: an idempotency key sent again with a different request must be refused.
 """
 
@@ -34,6 +35,12 @@ def check(report: dict[str, Any], strategy: Any) -> list[dict[str, str]]:
             found.append(_failure("resubmission", f"{n} record(s) of the input submitted again under its correlation "
                                                   f"id {cid} were {outcome}{said}; a repeat must be answered with the "
                                                   "first submission's tasks and queue nothing"))
+        elif not r["same"] and outcome != {"refused": "refused", "deduped": "added"}.get(promised, outcome):
+            which = "queued and not done yet" if r.get("pending") else "already done"
+            found.append(_failure("resubmission", f"{n} record(s) {which}, submitted again under the new "
+                                                  f"correlation id {cid}, were {outcome}{said}; the "
+                                                  f"{getattr(strategy, 'NAME', '?')} strategy promises them "
+                                                  f"{PROMISES.get(promised, promised)}"))
         elif r.get("pending") and r.get("applied_twice"):
             found.append(_failure("resubmission", f"{r['applied_twice']} of {n} record(s) not done yet, submitted "
                                                   f"again under the new correlation id {cid}, were applied twice "
@@ -46,11 +53,6 @@ def check(report: dict[str, Any], strategy: Any) -> list[dict[str, str]]:
                                                   f"({r['sent_again']} call(s), e.g. record {r['sent_again_example']}); "
                                                   "their business key must make the new tasks no-ops, whichever "
                                                   "worker runs them and whenever it started"))
-        elif not r["same"] and outcome != {"refused": "refused", "deduped": "added"}.get(promised, outcome):
-            found.append(_failure("resubmission", f"{n} record(s) already done, submitted again under the new "
-                                                  f"correlation id {cid}, were {outcome}{said}; the "
-                                                  f"{getattr(strategy, 'NAME', '?')} strategy promises them "
-                                                  f"{PROMISES.get(promised, promised)}"))
     for k in report.get("key_reuse", []):
         if k["outcome"] != "refused":
             found.append(_failure("key_reuse", f"the idempotency key {k['key']} was sent again with a different "
