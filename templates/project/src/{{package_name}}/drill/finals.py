@@ -99,6 +99,8 @@ class Finals:
         """Every worker ended: one worker with a short store_outage_s meets two outages, each within it, the
         second more than that after the first (second_outage.py); then the job finishes what is left."""
         done, label, ctx = self.progress.applied(), f"second-outage-{event['n']}", self.drill_ctx
+        if self._left_undone(event, done):
+            return
         try:
             done_before = int(ctx.strategy.status(ctx)["done"])
         except Exception:  # a store the run left unreadable: the verdict says so (store_corrupt), nothing runs on it
@@ -122,7 +124,8 @@ class Finals:
         another started once the lease ran out, then the hung one killed (hung_worker.py); then the job
         finishes what is left."""
         done, ctx = self.progress.applied(), self.drill_ctx
-        if not self._add_soon(hung_worker.RECORDS, f"hung-worker-{event['n']}", hung_worker.WORK_MS):
+        if self._left_undone(event, done) or not self._add_soon(hung_worker.RECORDS, f"hung-worker-{event['n']}",
+                                                                 hung_worker.WORK_MS):
             return
         while len(self.pool.procs) < 2:  # the hung one's and its taker's
             self.pool.add_slot()
@@ -143,6 +146,14 @@ class Finals:
         if self._undone():  # what the taker left, as the next run of the job would find it
             self._start_every_slot(self.progress.applied())
             self._loop()
+
+    def _left_undone(self, event: dict[str, Any], done: int) -> bool:
+        """Did the run leave work undone? Then a fault that runs the job again would finish it and hide
+        the ``incomplete`` finding: it is left out, and the history says why."""
+        undone = self._undone()
+        if undone:
+            self.history.add("fault", event=event["n"], kind=event["kind"], done=done, skipped=True, undone=undone)
+        return bool(undone)
 
     def _add_soon(self, count: int, label: str, work_ms: float = second_outage.WORK_MS) -> bool:
         """``count`` new records (``work_ms`` each), once the broker takes them (a queue input)."""
