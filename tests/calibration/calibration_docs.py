@@ -207,7 +207,24 @@ def blind_rounds_table(rounds: list[dict[str, Any]]) -> list[str]:
               f" first two in {TARGET_FIRST_TWO:.0%}. Over the {len(rounds)} rounds: {first / n:.0%} and {two / n:.0%},"
               f" {'met' if met else 'not met'}."]
     notes = [f"Round {r['round']}: {r['note']}" for r in rounds if r.get("note")]
-    return lines + (["", " ".join(notes)] if notes else [])
+    return lines + (["", " ".join(notes)] if notes else []) + learned_lines()
+
+
+def learned_lines() -> list[str]:
+    """The check on the rules' ceiling (tests/calibration/learned_ranking.py), once it was recorded."""
+    learned = yaml.safe_load(FIGURES.read_text(encoding="utf-8")).get("learned") if FIGURES.exists() else None
+    if not learned:
+        return []
+    n = learned["rows"]
+    return ["", f"Do the answers hold more than the rules take from them? `tests/calibration/learned_ranking.py` ranks "
+                f"each round's rows (rounds 2 to 20, each an earlier round's held-out part) with a naive Bayes model fitted only on the "
+                f"rounds before it, from the same answers: the real fix first in {learned['first']} of {n} "
+                f"({learned['first'] / n:.0%}) and among the first two in {learned['first_two']} "
+                f"({learned['first_two'] / n:.0%}); the hand-written rules, measured when those rows were held out, "
+                f"{learned['rules_first']} ({learned['rules_first'] / n:.0%}) and {learned['rules_first_two']} "
+                f"({learned['rules_first_two'] / n:.0%}). A model fitted to the rows does no better than the rules: "
+                "what keeps the review short of the target is what the answers do not say, not how the rules use "
+                f"them (measured {learned['measured']})."]
 
 
 #: The review's target on held-out incidents: 8 of 10 first, 9 of 10 among the first two.

@@ -116,8 +116,7 @@ class Finals:
         self.pool.exited()  # its exit is this fault's finding (checks/second_outage.py), not a worker failure
         self.history.add("fault", event=event["n"], kind="second-outage", done=done, **outcome)
         self.tally.injected(event, outcome, self.emit, self.t, done)
-        self._start_every_slot(self.progress.applied())  # what it left (all of it, if it gave up at once)
-        self._loop()
+        self._finish_what_is_left(outcome["code"] != 0)  # all of it, if it gave up at once (a queue's too)
 
     def _hung_worker(self, event: dict[str, Any]) -> None:
         """Every worker ended: the job once more with a short lease, its worker hung while it holds a unit,
@@ -143,7 +142,12 @@ class Finals:
         self.history.add("fault", event=event["n"], kind="hung-worker", done=done, **outcome)
         self.tally.injected(event, outcome, self.emit, self.t, done)
         self._loop()  # the taker's run (or the unhung worker's) to its end
-        if self._undone():  # what the taker left, as the next run of the job would find it
+        self._finish_what_is_left()
+
+    def _finish_what_is_left(self, ended_early: bool = False) -> None:
+        """The job's next run, as its user would start it, if the fault's runs left work undone (or ended
+        early: a queue's messages not taken yet are not in the store)."""
+        if ended_early or self._undone():
             self._start_every_slot(self.progress.applied())
             self._loop()
 

@@ -27,11 +27,11 @@ from .. import settings as settings_module
 from ..runtime.store import STATE_DB, is_postgresql
 
 #: The lease of this run's workers (seconds): short, so the drill waits little for it.
-LEASE_S = 2.0
+LEASE_S = 1.0
 #: The second worker starts this long after the lease of the hung one's last heartbeat ran out.
 MARGIN_S = 0.5
 #: New input: this many records of WORK_MS each (one unit, or many small ones, by the strategy).
-RECORDS, WORK_MS = 300, 3.0
+RECORDS, WORK_MS = 100, 3.0
 #: How long the fault tries to find its worker holding a unit and no lock, and how long the second
 #: worker has to take the unit over.
 FIND_S, TAKE_S = 20.0, 15.0
