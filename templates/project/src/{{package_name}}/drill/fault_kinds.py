@@ -160,6 +160,8 @@ def not_applicable(kind: str, strategy: Any, settings: Any, *, aimed: bool = Fal
         return str(declared)
     if kind == "power-loss":
         return "run by the power-loss drill"
+    if kind in ("second-outage", "hung-worker") and aimed:
+        return "--aim drills the strategy's windows; this fault's run after the others has no kill to aim"
     if kind == "hung-worker":
         if files or queue or not getattr(strategy, "MULTI_WORKER", True) or getattr(strategy, "held_claims", None) is None:
             return ("no unit held under a lease that another worker could take over here (one worker per data "

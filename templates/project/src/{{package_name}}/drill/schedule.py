@@ -222,6 +222,9 @@ def plan(strategy: Any, settings: Any, *, seed: int, records: int, kills: int, w
     if "upgrade" in usable and sigterm_only:
         usable.remove("upgrade")
         skipped["upgrade"] = "--sigterm: every kill is a SIGTERM, and the upgrade's are SIGKILLs at persistence points"
+    if "hung-worker" in usable and sigterm_only:
+        usable.remove("hung-worker")
+        skipped["hung-worker"] = "--sigterm: every kill is a SIGTERM, and a hung worker is ended with a SIGKILL"
     for kind in ("other-host", "host-lost", "service-fail", "service-timeout", "resubmit-same", "resubmit-new",
                  "store-outage", "key-reuse", "scale-out"):  # a new kind goes last: the others' draws stay
         if kind in usable:

@@ -23,6 +23,9 @@ class Tally:
         self.injected_by_kind: dict[str, int] = {}
         #: Workers killed with a lost host (host-lost: the victim and every worker beside it).
         self.workers_lost = 0
+        #: Hung workers whose units another took over (hung-worker): one unit in flight redone each, by the
+        #: taker alone (history.takeovers credits it), never by every worker as a lost host's is.
+        self.hung_taken = 0
         self.restarts = 0
 
     def injected(self, event: dict[str, Any], outcome: dict[str, Any], emit: Callable[[dict[str, Any]], None],
@@ -31,8 +34,8 @@ class Tally:
         self.injected_by_kind[kind] = self.injected_by_kind.get(kind, 0) + 1
         if kind == "host-lost":
             self.workers_lost += 1 + len(outcome.get("also", []))
-        if kind == "hung-worker" and outcome.get("frozen"):  # its unit in flight redone by its taker, as a lost host's
-            self.workers_lost += 1
+        if kind == "hung-worker" and outcome.get("frozen"):  # its unit in flight redone by the worker that took it
+            self.hung_taken += 1
         if outcome.get("damaged"):  # the kill's damage landed too (nemesis.py): a fault of its own
             self.injected_by_kind["damaged-checkpoint"] = self.injected_by_kind.get("damaged-checkpoint", 0) + 1
             emit({"event": "fault", "n": event["n"], "kind": "damaged-checkpoint", "done": done, "t": t(),

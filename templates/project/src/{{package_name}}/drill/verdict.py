@@ -254,7 +254,7 @@ def check_run(report: dict[str, Any], *, promise: int, redone_example: str | Non
     # A lost host's units in flight (one per worker it ran) are redone by whichever worker takes them
     # over once their lease ran out.
     lost = int(report.get("workers_lost", (report.get("faults") or {}).get("host-lost", {}).get("injected", 0)))
-    restarts = report["kills_landed"] + report.get("store_outages_ridden", 0) + lost
+    restarts = report["kills_landed"] + report.get("store_outages_ridden", 0) + lost + report.get("hung_taken", 0)
     allowed = promise * restarts if resent is None else min(promise * restarts, resent)
     e_g = f", e.g. key {redone_example}" if redone_example else ""
     if report["redone_calls"] > allowed:
