@@ -43,7 +43,7 @@ IN_TRANSACTION = ("SELECT count(*) FROM pg_stat_activity WHERE datname = current
 
 
 class Hang:
-    """One run of the fault: ``play(spawn)`` returns what the history records."""
+    """One run of the fault: ``play(hung, spawn_taker)`` returns what the history records."""
 
     def __init__(self, ctx: Any, claims: Callable[[], list[dict[str, Any]]], worker_app: str) -> None:
         self.ctx, self.claims, self.worker_app = ctx, claims, worker_app

@@ -61,7 +61,7 @@ class Run:
         self.proc, self.probe_dir, self.status, self.take = proc, probe_dir, status, take
         self.add_work, self.label, self.added, self.done_before = add_work, label, added, done_before
         self.began = time.monotonic()
-        self.outages: list[dict[str, Any]] = []  # held_s, seen (the worker failed a try meanwhile)
+        self.outages: list[dict[str, Any]] = []  # began, held_s, seen_s (when the worker first failed a try)
         self.ended_in: int | None = None  # the outage (1, 2) the worker ended in, if it ended in one
         self.batches = 1
 
