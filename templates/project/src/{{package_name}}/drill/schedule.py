@@ -101,6 +101,10 @@ SLOW_LATE_MS = 250
 #: and its second one are then next to each other in the queue, taken by two workers at once
 #: unless the claim keeps a task waiting while another of its business key runs.
 PENDING_RESUBMIT_AT = (0.75, 0.88)
+#: Where a record the store holds is refused, records queued and not done yet come again early (between
+#: these fractions): the input's last units are then surely still queued (a design that records its
+#: units as done well before their effects go out finishes them early in the run).
+QUEUED_RESUBMIT_AT = (0.1, 0.3)
 #: PostgreSQL: a store outage is held until no effect was applied for this long (the workers see it at
 #: once: their connections are cut, store_away.py).
 PG_OUTAGE_HOLD_S = 2.0
@@ -240,7 +244,8 @@ def plan(strategy: Any, settings: Any, *, seed: int, records: int, kills: int, w
         events.append(_late_resubmission(events, random.Random(f"{seed}:late"), records))
     if "resubmit-new" in usable and (_two_hold_one_key(strategy, usable, workers) or _refuses_queued(strategy)):
         drawn = random.Random(f"{seed}:pending")  # its own generator: the other events stay as they were
-        events.append({"kind": "resubmit-new", "at": round(drawn.uniform(*PENDING_RESUBMIT_AT), 4),
+        when = QUEUED_RESUBMIT_AT if _refuses_queued(strategy) else PENDING_RESUBMIT_AT
+        events.append({"kind": "resubmit-new", "at": round(drawn.uniform(*when), 4),
                        "count": min(max(1, round(records * RESUBMIT_SHARE)), records), "pending": True})
     if "damaged-checkpoint" in usable and not damage_some(events, random.Random(f"{seed}:damaged")):
         usable.remove("damaged-checkpoint")
