@@ -110,7 +110,7 @@ class Finals:
         self.pool.home(0)
         proc = self.pool.spawn(0, None, done=done, env_extra=second_outage.ENV)
         outcome = second_outage.Run(
-            proc, self.pool.probe_dir, lambda: ctx.strategy.status(ctx),
+            proc, self.pool.probe_report, lambda: ctx.strategy.status(ctx),
             lambda: store_away.take(ctx.settings.database_url, Path(ctx.data_dir) / STATE_DB, self.nemesis.spells),
             self.add_work, label, added=2 * second_outage.BATCH, done_before=done_before).play()
         self.pool.exited()  # its exit is this fault's finding (checks/second_outage.py), not a worker failure

@@ -85,7 +85,7 @@ class Hang:
             rows = self.claims()
         except Exception:  # busy, or not created yet: not now
             return set()
-        return {str(c["what"]) for c in rows if str(c.get("owner") or "").rpartition(":")[2] == str(pid)}
+        return {str(c["what"]) for c in rows if _pid_of(c) == str(pid)}
 
     def _locks_held(self) -> bool:
         """Does a (stopped) worker hold a store's lock? SQLite: the state or the service's write lock;
@@ -121,9 +121,14 @@ class Hang:
             except Exception:
                 rows = None
             if rows is not None:
-                holders = {str(c["what"]): str(c.get("owner") or "").rpartition(":")[2] for c in rows}
+                holders = {str(c["what"]): _pid_of(c) for c in rows}
                 taken |= {what for what in held if holders.get(what) != str(hung_pid)}
             if ended:
                 break
             time.sleep(POLL_S * 2)
         return taken
+
+
+def _pid_of(claim: dict[str, Any]) -> str:
+    """The holder's pid, the last part of its owner id (runtime/owners.py: ``<host id>:<start>:<pid>``)."""
+    return str(claim.get("owner") or "").rpartition(":")[2]

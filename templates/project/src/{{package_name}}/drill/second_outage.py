@@ -19,10 +19,8 @@ like every other.
 
 from __future__ import annotations
 
-import json
 import time
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
 from .. import settings as settings_module
@@ -54,11 +52,11 @@ ENV = {settings_module.ENV_PREFIX + "STORE_OUTAGE_S": str(LIMIT_S),
 class Run:
     """One worker's run through the two outages; ``outcome()`` is what the history records."""
 
-    def __init__(self, proc: Any, probe_dir: Path, status: Callable[[], dict[str, Any]],
+    def __init__(self, proc: Any, probe: Callable[[int], dict[str, Any]], status: Callable[[], dict[str, Any]],
                  take: Callable[[], Any], add_work: Callable[[int, str, float], Any], label: str, *,
                  added: int, done_before: int) -> None:
         """``added``: the records of new input added for it, when ``done_before`` records were done."""
-        self.proc, self.probe_dir, self.status, self.take = proc, probe_dir, status, take
+        self.proc, self.probe, self.status, self.take = proc, probe, status, take
         self.add_work, self.label, self.added, self.done_before = add_work, label, added, done_before
         self.began = time.monotonic()
         self.outages: list[dict[str, Any]] = []  # began, held_s, seen_s (when the worker first failed a try)
@@ -135,10 +133,7 @@ class Run:
 
     def _seen(self) -> int:
         """The store outages the worker has met so far, as its probe wrote them (durability.py)."""
-        try:
-            return int(json.loads((self.probe_dir / f"{self.proc.pid}.json").read_text()).get("outages", 0))
-        except (OSError, ValueError):  # not written yet, or caught mid-write
-            return 0
+        return int(self.probe(self.proc.pid).get("outages", 0))
 
     def _wait_exit(self) -> None:
         try:

@@ -218,11 +218,15 @@ class Pool:
         signal met the interpreter on its way out (Python puts the default handlers back as it
         exits) and the worker's exit code says nothing about its handler: its own account, written
         when its run ended (drill/witness.py), says it finished."""
-        try:
-            ended = json.loads((self.probe_dir / f"{pid}.json").read_text(encoding="utf-8")).get("ended")
-        except (OSError, ValueError):
-            return False
+        ended = self.probe_report(pid).get("ended")
         return bool(ended and ended.get("code") == 0 and not ended.get("signal") and ended.get("at", sent_at) <= sent_at)
+
+    def probe_report(self, pid: int) -> dict[str, Any]:
+        """What a worker's probe wrote of it so far (durability.py); {} before it wrote, or caught mid-write."""
+        try:
+            return dict(json.loads((self.probe_dir / f"{pid}.json").read_text(encoding="utf-8")))
+        except (OSError, ValueError):
+            return {}
 
     def stop_all(self) -> None:
         for p in self.procs:
