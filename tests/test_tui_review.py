@@ -169,7 +169,11 @@ def test_the_symptoms_come_first_and_rank_the_findings(catalog: Catalog, tmp_pat
             assert app.session.answers["symptoms"] == "corrupt_state"
             await pilot.press("tab", "home", "down", "enter")  # when it happened: the second choice, a crash
             assert app.session.answers["trigger"] == "crash"
-            assert app.screen.query_one("#engine-owner").has_focus  # enter moved on to the owner
+            assert app.screen.query_one("#progress-found").has_focus  # enter moved on to the next list
+            found = catalog.question("recovery_point_found").values
+            await pilot.press("home", *["down"] * found.index("unreadable"), "enter")
+            assert app.session.answers["recovery_point_found"] == "unreadable"
+            assert app.screen.query_one("#engine-owner").has_focus  # and on to the owner
             await pilot.press("up", "enter")  # the owner: from "don't know" up to "a product we run"
             assert app.session.answers["engine_owner"] == "product"
             assert isinstance(app.screen, CurrentStrategyScreen)
@@ -190,7 +194,9 @@ def test_the_symptoms_come_first_and_rank_the_findings(catalog: Catalog, tmp_pat
     asyncio.run(walk())
     loaded = load_review_file(tmp_path / "answers.yml", catalog)
     assert loaded.answers["symptoms"] == "corrupt_state" and loaded.answers["engine_owner"] == "product"
-    assert loaded.answers["trigger"] == "crash" and "when it happened (a crash)" in (tmp_path / "decision-record.md").read_text()
+    record = (tmp_path / "decision-record.md").read_text()
+    assert loaded.answers["trigger"] == "crash" and "when it happened (a crash)" in record
+    assert loaded.answers["recovery_point_found"] == "unreadable" and "what the recorded progress said (unreadable)" in record
     monkeypatch.chdir(tmp_path)
     assert main(["review", "--answers", "answers.yml", "--out", "again.md"]) == 0
     assert (tmp_path / "again.md").read_text() == (tmp_path / "decision-record.md").read_text()

@@ -295,6 +295,7 @@ class Scenario:
 
 SYMPTOMS = "symptoms"  # the question evidence rules read by its values (what the team saw)
 TRIGGER = "trigger"  # when it happened (a deploy, a crash, a retry): evidence rules read it in `when`
+RECOVERY_POINT_FOUND = "recovery_point_found"  # what the recorded progress said against the work done
 ENGINE_OWNER = "engine_owner"  # who owns the engine: a rewrite is proposed only for its own code
 
 

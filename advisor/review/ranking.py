@@ -173,13 +173,16 @@ def why_ranked(
 ) -> str:
     """One line: the symptom and the answers that put this control where it ranks."""
     head = f"Ranked {ordinal(position)}"
-    if not found.rules and (not found.precedents or position > len(ORDINALS)):
+    rules = found.rules
+    if position > len(ORDINALS):  # below the top three, a weak reason from the answers alone is noise
+        rules = tuple((r, w) for r, w in rules if r.symptoms or w >= 3)
+    if not rules and (not found.precedents or position > len(ORDINALS)):
         # Missing (its label says so) or unexplained (the record names those together); past
         # incidents alone explain only a finding near the top (a line each for the rest is noise).
         return ""
     # The two strongest reasons; a weak one (weight 1) or one about the answers alone only when
     # nothing stronger is said: more would be noise.
-    shown = found.rules[:1] + tuple((r, w) for r, w in found.rules[1:] if w >= 2 and r.symptoms)[:1]
+    shown = rules[:1] + tuple((r, w) for r, w in rules[1:] if w >= 2 and r.symptoms)[:1]
     parts = []
     implied = {q: (v, because) for q, v, because in seen.implied}
     for rule, _ in shown:

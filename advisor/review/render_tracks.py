@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
-from advisor.model.catalog import SYMPTOMS, TRIGGER, Catalog, answer_values
+from advisor.model.catalog import RECOVERY_POINT_FOUND, SYMPTOMS, TRIGGER, Catalog, answer_values
 from advisor.review.plan import NOT_OWNED, likely, depends_on_unanswered, ids, numbers, unanswered_conditions
 
 if TYPE_CHECKING:
@@ -37,6 +37,10 @@ def _evidence_line(r: Review, catalog: Catalog) -> str:
     parts = []
     when = r.rec.answers.get(TRIGGER)
     during = f", when it happened ({catalog.question(TRIGGER).choice(when).label.split(' — ')[0].lower()})" if when else ""
+    found = r.rec.answers.get(RECOVERY_POINT_FOUND)
+    if found and RECOVERY_POINT_FOUND in catalog.question_ids:
+        said = catalog.question(RECOVERY_POINT_FOUND).choice(found).name.lower()
+        during += f", what the recorded progress said ({said})"
     if r.seen.answered:
         parts.append(f"ranked by what you saw ({', '.join(map(label, r.seen.answered))}){during} and your answers")
     elif during:

@@ -1,7 +1,8 @@
-"""Review, step 1: what the team saw (several symptoms), when it happened and who owns the engine.
+"""Review, step 1: what the team saw (several symptoms), when it happened, what the recorded progress
+said afterwards and who owns the engine.
 
 The findings are ranked by this evidence (``strategies/evidence.yaml``): the first finding is
-the likeliest cause of what was seen. Both answers go into the session's answers, so the
+the likeliest cause of what was seen. Every answer goes into the session's answers, so the
 exported answers file and ``advisor review --answers`` rank the same way.
 """
 
@@ -14,15 +15,24 @@ from textual.widgets import Footer, Header, OptionList, SelectionList, Static
 from textual.widgets.option_list import Option
 from textual.widgets.selection_list import Selection
 
-from advisor.model.catalog import ENGINE_OWNER, MULTIPLE_SEPARATOR, SYMPTOMS, TRIGGER, answer_values
+from advisor.model.catalog import ENGINE_OWNER, MULTIPLE_SEPARATOR, RECOVERY_POINT_FOUND, SYMPTOMS, TRIGGER, answer_values
 from advisor.tui.screens.review_base import ReviewStepScreen
 from advisor.tui.session import UNKNOWN
 from advisor.tui.widgets.review_steps import ReviewSteps
 
 
+#: The single-answer lists beside each other, in the order tab and enter walk them: (widget id,
+#: question, its short title).
+LISTS = (
+    ("trigger", TRIGGER, "When did it happen?"),
+    ("progress-found", RECOVERY_POINT_FOUND, "What progress said"),
+    ("engine-owner", ENGINE_OWNER, "Who owns the engine?"),
+)
+
+
 class SymptomsScreen(ReviewStepScreen):
-    """space (or 1-7) toggles a symptom; tab moves to when it happened, then to the engine's owner;
-    → (or enter on the owner) goes on."""
+    """space (or 1-7) toggles a symptom; tab (or enter) moves through when it happened, what the
+    recorded progress said and the engine's owner; → (or enter on the owner) goes on."""
 
     STEP = 0
 
@@ -37,11 +47,11 @@ class SymptomsScreen(ReviewStepScreen):
         yield Header()
         with Vertical(id="review-symptoms"):
             yield ReviewSteps(id="review-steps")
-            yield Static("What did you see, or what do you fear? (space toggles; several)", classes="review-asks")
+            yield Static("What did you see, or what do you fear? (space toggles several; tab: the lists)", classes="review-asks")
             yield SelectionList[str](id="symptom-list")
-            with Horizontal(id="review-evidence"):  # side by side: both fit above the help at 80x24
-                yield OptionList(id="trigger")
-                yield OptionList(id="engine-owner")
+            with Horizontal(id="review-evidence"):  # side by side: they fit above the help at 80x24
+                for widget_id, _, _ in LISTS:
+                    yield OptionList(id=widget_id)
             yield Static("", id="symptom-help")
         yield Footer()
 
@@ -52,8 +62,8 @@ class SymptomsScreen(ReviewStepScreen):
         symptoms = self.query_one("#symptom-list", SelectionList)
         for n, choice in enumerate(session.catalog.question(SYMPTOMS).choices, start=1):
             symptoms.add_option(Selection(f"{n} {choice.name}", choice.id, choice.id in seen))
-        self._fill("#trigger", TRIGGER, "When did it happen? (tab)")
-        self._fill("#engine-owner", ENGINE_OWNER, "Who owns the engine? (tab)")
+        for widget_id, question_id, title in LISTS:
+            self._fill(f"#{widget_id}", question_id, title)
         symptoms.focus()
         self.show_help()
 
@@ -82,7 +92,7 @@ class SymptomsScreen(ReviewStepScreen):
     def show_help(self) -> None:
         """Under the lists: the help of the highlighted choice of the list that has the focus."""
         catalog = self.session.catalog
-        lists = ((self.query_one("#trigger", OptionList), TRIGGER), (self.query_one("#engine-owner", OptionList), ENGINE_OWNER))
+        lists = [(self.query_one(f"#{widget_id}", OptionList), question_id) for widget_id, question_id, _ in LISTS]
         focused = next(((o, o.highlighted, q) for o, q in lists if o.has_focus and o.highlighted is not None), None)
         if focused is not None:
             options, index, question_id = focused
@@ -105,12 +115,15 @@ class SymptomsScreen(ReviewStepScreen):
         self.show_help()
 
     def on_option_list_option_selected(self, event: OptionList.OptionSelected) -> None:
-        if event.option_list.id == "trigger":  # enter: when it happened; then on to the owner
-            self.session.answer(TRIGGER, event.option_id or UNKNOWN)
-            self.query_one("#engine-owner", OptionList).focus()
+        ids = [widget_id for widget_id, _, _ in LISTS]
+        if event.option_list.id not in ids:
             return
-        self.session.answer(ENGINE_OWNER, event.option_id or UNKNOWN)
-        self.action_next()
+        at = ids.index(event.option_list.id)
+        self.session.answer(LISTS[at][1], event.option_id or UNKNOWN)
+        if at + 1 < len(LISTS):  # enter answers one list and moves on to the next; the last goes on
+            self.query_one(f"#{ids[at + 1]}", OptionList).focus()
+        else:
+            self.action_next()
 
     def action_toggle_symptom(self, number: int) -> None:
         symptoms = self.query_one("#symptom-list", SelectionList)
@@ -121,8 +134,8 @@ class SymptomsScreen(ReviewStepScreen):
         from advisor.tui.screens.review_current import CurrentStrategyScreen
 
         self.save()
-        for selector, question_id in (("#trigger", TRIGGER), ("#engine-owner", ENGINE_OWNER)):
-            options = self.query_one(selector, OptionList)
+        for widget_id, question_id, _ in LISTS:
+            options = self.query_one(f"#{widget_id}", OptionList)
             if options.has_focus and options.highlighted is not None:  # → keeps the highlighted answer
                 self.session.answer(question_id, options.get_option_at_index(options.highlighted).id or UNKNOWN)
         self.app.push_screen(CurrentStrategyScreen())
