@@ -3,7 +3,7 @@
 The review's ranking rules (strategies/evidence.yaml) were written by hand, round after round,
 and each round's held-out part was measured once with the rules of that time (review_figures.yaml,
 ``blind_rounds``). This script asks whether the answers carry more than the rules take from them.
-For each round N from 2 to 20 it fits a small naive Bayes model (answer values, and each symptom
+For each round N from 2 to the last it fits a small naive Bayes model (answer values, and each symptom
 paired with the trigger, the current design and a few traits, counted per real fix) on the rows of
 the rounds before N only, ranks each row of round N's part (as it stood when it was held out)
 among the findings the review gives that row, and counts where the real fix lands. It is a check on
@@ -113,7 +113,7 @@ def main(argv: list[str]) -> int:
         figures = yaml.safe_load((HERE / "review_figures.yaml").read_text(encoding="utf-8"))
         figures["learned"] = {"rows": totals["rows"], "first": totals["first"], "first_two": totals["two"],
                               "rules_first": totals["rules_first"], "rules_first_two": totals["rules_two"],
-                              "measured": dt.date.today().isoformat()}
+                              "last_round": max(rounds), "measured": dt.date.today().isoformat()}
         (HERE / "review_figures.yaml").write_text(yaml.safe_dump(figures, sort_keys=False), encoding="utf-8")
         import calibration_docs
 
