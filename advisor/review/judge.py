@@ -31,9 +31,10 @@ from advisor.review.plan import (
     unanswered_conditions,
     verification_plan,
 )
-from advisor.review.ranking import Seen, rank, symptoms_seen, why_ranked
+from advisor.review.ranking import Likelihood, Seen, rank, symptoms_seen, why_ranked
 from advisor.review.render import render
 from advisor.review.result import Finding, Review, Verdict
+from advisor.review.separate import Separator, separators
 
 # A current strategy within this many points of the top pick is a reasonable fit. Further behind,
 # it still fits when nothing in the answers counts against it: the points ahead are then the other
@@ -127,11 +128,24 @@ def this_week_order(findings: Sequence[Finding]) -> tuple[Finding, ...]:
     return tuple(sorted(findings, key=key))
 
 
+def _listed(
+    open_: list[Control], states: Mapping[str, str], seen: Seen, answers: Mapping[str, str], catalog: Catalog, current: str
+) -> tuple[list[tuple[Control, Likelihood]], tuple[Control, ...]]:
+    """(the findings' controls in order, with their likelihoods; the undecided ones left out)."""
+    ranked = rank(open_, states, seen, answers, catalog, current)
+    undecided = tuple(
+        c for c, found in ranked if states[c.id] == "unknown" and depends_on_unanswered(c, answers) and found.by_rules <= 0
+    )
+    return [(c, found) for c, found in ranked if c not in undecided], undecided
+
+
 def _findings(
-    design: CurrentDesign, answers: Mapping[str, str], catalog: Catalog, seen: Seen
-) -> tuple[tuple[Finding, ...], tuple[Control, ...], tuple[Control, ...], tuple[Control, ...], tuple[tuple[str, str], ...]]:
-    """(findings, in place, not needed, undecided, stood in): every missing or unknown control
-    that applies, ranked by the evidence — missing first, then unknown, likeliest first.
+    design: CurrentDesign, answers: Mapping[str, str], catalog: Catalog, seen: Seen, context: str | None = None
+) -> tuple[tuple[Finding, ...], tuple[Control, ...], tuple[Control, ...], tuple[Control, ...], tuple[tuple[str, str], ...],
+           tuple[Separator, ...]]:
+    """(findings, in place, not needed, undecided, stood in, separators): every missing or unknown
+    control that applies, ranked by the evidence — missing first, then unknown, likeliest first —
+    and, when the first two are a close call, the answers not given yet that would tell them apart.
 
     An unknown control that matters only for answers not given yet is a finding when the evidence
     points at it (with its condition named), else it is listed apart (``undecided``)."""
@@ -140,11 +154,7 @@ def _findings(
     applying = [c for c in strategy.controls if c.applies(answers)]
     not_needed = tuple(c for c in strategy.controls if not c.applies(answers))
     open_ = [c for c in applying if states[c.id] in ("no", "unknown")]
-    ranked = rank(open_, states, seen, answers, catalog, design.strategy)
-    undecided = tuple(
-        c for c, found in ranked if states[c.id] == "unknown" and depends_on_unanswered(c, answers) and found.by_rules <= 0
-    )
-    listed = [(c, found) for c, found in ranked if c not in undecided]
+    listed, undecided = _listed(open_, states, seen, answers, catalog, design.strategy)
     stand = dict(stood_in)
     findings = []
     for i, (c, found) in enumerate(listed, 1):
@@ -156,7 +166,12 @@ def _findings(
             found.score, unanswered_conditions(c, answers) if depends_on_unanswered(c, answers) else "",
         ))  # fmt: skip
     in_place = tuple(c for c in applying if states[c.id] == "yes")
-    return tuple(findings), in_place, not_needed, undecided, stood_in
+
+    def order(given: Mapping[str, str]) -> list[tuple[Control, Likelihood]]:
+        return _listed(open_, states, symptoms_seen(given, catalog, context), given, catalog, design.strategy)[0]
+
+    apart = separators(listed, answers, states, catalog, order)
+    return tuple(findings), in_place, not_needed, undecided, stood_in, apart
 
 
 def review(
@@ -183,8 +198,8 @@ def review(
     else:
         target = rec.top
     seen = symptoms_seen(rec.answers, catalog, context)
-    findings, in_place, not_needed, undecided, stood_in = (
-        _findings(design, rec.answers, catalog, seen) if design else ((), (), (), (), ())
+    findings, in_place, not_needed, undecided, stood_in, apart = (
+        _findings(design, rec.answers, catalog, seen, context) if design else ((), (), (), (), (), ())
     )
     settings = settings_for(target.strategy.template, rec.answers, catalog)  # what `generate` is told
     steps, keep, to_build = target_design(
@@ -199,7 +214,7 @@ def review(
     plan = verification_plan(target.strategy, rec.answers, still, in_place_kept, to_build, settings)
     return Review(
         rec, target, design, context, findings, in_place, not_needed, verdict, steps, keep, plan, to_build,
-        undecided, this_week_order(findings), seen, owner, stood_in,
+        undecided, this_week_order(findings), seen, owner, stood_in, apart,
     )  # fmt: skip
 
 

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 
 from advisor.model.catalog import RECOVERY_POINT_FOUND, SYMPTOMS, TRIGGER, Catalog, answer_values
 from advisor.review.plan import NOT_OWNED, likely, depends_on_unanswered, ids, numbers, unanswered_conditions
+from advisor.review.separate import separator_sentence
 
 if TYPE_CHECKING:
     from advisor.review.result import Finding, Review
@@ -93,7 +94,8 @@ def findings_section(r: Review, catalog: Catalog) -> list[str]:
     stood = dict((other, c) for c, other in r.stood_in)
     not_needed = [f"`{c.id}`" + (f" (your answer for it is read as `{stood[c.id]}`)" if c.id in stood else "")
                   for c in r.not_needed]  # fmt: skip
-    rest = _unexplained_line(r) + ([f"In place: {ids(r.in_place)}."] if r.in_place else []) + (
+    close = separator_sentence(r.separators, catalog)
+    rest = ([close] if close else []) + _unexplained_line(r) + ([f"In place: {ids(r.in_place)}."] if r.in_place else []) + (
         [f"Not needed with these answers: {', '.join(not_needed)}."] if not_needed else []
     )
     if r.undecided:

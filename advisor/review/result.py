@@ -10,6 +10,7 @@ from advisor.model.answers import CurrentDesign
 from advisor.model.catalog import Control
 from advisor.model.recommendation import Ranked, Recommendation
 from advisor.review.ranking import Seen
+from advisor.review.separate import Separator
 
 
 @dataclass(frozen=True)
@@ -55,6 +56,8 @@ class Review:
     seen: Seen = Seen()  # the symptoms the ranking read (answered, and suggested by the context)
     owner: str | None = None  # engine_owner: own_code | framework | product (None: not answered)
     stood_in: tuple[tuple[str, str], ...] = ()  # (control, the control whose answer it took) — see Control
+    # when findings 1 and 2 are a close call: the open questions whose answer would tell them apart
+    separators: tuple[Separator, ...] = ()
 
     @property
     def missing(self) -> tuple[Finding, ...]:
