@@ -220,3 +220,30 @@ def test_the_main_walkthrough_leaves_the_evidence_to_the_review(catalog: Catalog
     session = Session(catalog=catalog, workdir=tmp_path, show_all=True)
     asked = [q.id for q in session.questions()]
     assert not {"symptoms", "trigger", "engine_owner"} & set(asked) and "broker" in asked
+
+
+def test_a_close_call_sends_the_team_to_the_answer_that_tells_the_two_apart(catalog: Catalog, tmp_path: Path) -> None:
+    """Work lost on a checkpoint job: committing results with the position and recording more often
+    are a close call; `t` goes back to what the recorded progress said, and the answer the record
+    names for finding 2 puts it first."""
+    answers = {**BATCH, "workers": "many", "symptoms": "work_lost"}
+
+    async def walk() -> None:
+        app = make_app(catalog, answers, workdir=tmp_path)
+        async with app.run_test(size=(80, 24)) as pilot:
+            await pilot.press("v", "right", str(list(catalog.strategy_ids).index("checkpoint") + 1), "right")
+            assert isinstance(app.screen, FindingsScreen)
+            assert app.screen.apart == ("recovery_point_found",) and "tells them apart" in visible_text(app)
+            before = app.session.review()
+            second = before.findings[1].control.id
+            for_second = before.separators[0].for_second[0]
+            await pilot.press("t")
+            assert isinstance(app.screen, SymptomsScreen) and app.screen.query_one("#progress-found").has_focus
+            values = catalog.question("recovery_point_found").values
+            await pilot.press("home", *["down"] * values.index(for_second), "enter")
+            assert app.session.answers["recovery_point_found"] == for_second
+            await pilot.press("right", str(list(catalog.strategy_ids).index("checkpoint") + 1), "right")
+            assert isinstance(app.screen, FindingsScreen)
+            assert app.session.review().findings[0].control.id == second and app.screen.apart == ()
+
+    asyncio.run(walk())

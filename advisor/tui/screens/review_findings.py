@@ -34,10 +34,13 @@ class FindingsScreen(ReviewStepScreen):
         Binding("escape,left", "back", "Back", key_display="←", priority=True),
         Binding("e,right", "app.export", "Export", key_display="e/→", priority=True),
         Binding("p", "probe", "Probe my job"),
+        Binding("t", "tell_apart", "Tell 1 and 2 apart"),
     ]
 
     markdown = ""
     """The record's findings part, as shown (Markdown)."""
+    apart: tuple[str, ...] = ()
+    """When findings 1 and 2 are a close call: the open questions that would tell them apart."""
 
     def compose(self) -> ComposeResult:
         yield Header()
@@ -64,7 +67,10 @@ class FindingsScreen(ReviewStepScreen):
             title.update(Text.assemble(("The review could not be made: ", "bold red"), str(exc)))
             return
         current = session.catalog.strategy(session.current.strategy).name if session.current else "none"
-        title.update(Text.assemble("Current: ", (current, "bold"), " · decided: ", (r.target.strategy.name, "bold")))
+        self.apart = tuple(x.question for x in r.separators)
+        close = (" · 1 and 2 close: ", ("t", "bold"), " tells them apart") if self.apart else ()
+        title.update(Text.assemble("Current: ", (current, "bold"), " · decided: ", (r.target.strategy.name, "bold"), *close))
+        self.refresh_bindings()  # `t` shows only for a close call
         self.markdown = findings_part(record)
         body.update(Markdown(self.markdown))
 
@@ -73,6 +79,19 @@ class FindingsScreen(ReviewStepScreen):
         from advisor.tui.screens.probe import ProbeScreen
 
         self.app.push_screen(ProbeScreen(), lambda _: self.show())
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        return bool(self.apart) if action == "tell_apart" else True
+
+    async def action_tell_apart(self) -> None:
+        """Back to the first step, on the list of the first question that would tell findings 1
+        and 2 apart (the record names its answers); → comes back here ranked again."""
+        from advisor.tui.screens.review_symptoms import LISTS, SymptomsScreen
+
+        widget = next(w for w, question, _ in LISTS if question == self.apart[0])
+        while not isinstance(self.app.screen, SymptomsScreen):
+            await self.app.pop_screen()
+        self.app.screen.query_one(f"#{widget}").focus()
 
     def action_back(self) -> None:
         self.dismiss()
