@@ -6,11 +6,21 @@ from typing import TYPE_CHECKING, ClassVar
 
 from textual.screen import Screen
 
+from advisor.model.catalog import ENGINE_OWNER, RECOVERY_POINT_FOUND, TRIGGER
 from advisor.tui.session import Session
 from advisor.tui.widgets.review_steps import ReviewSteps
 
 if TYPE_CHECKING:
     from advisor.tui.base import AdvisorAppBase
+
+
+#: The first step's single-answer lists, side by side, in the order tab and enter walk them:
+#: (widget id, question, its short title). The findings step sends the team back to one of them.
+EVIDENCE_LISTS = (
+    ("trigger", TRIGGER, "When did it happen?"),
+    ("progress-found", RECOVERY_POINT_FOUND, "What progress said"),
+    ("engine-owner", ENGINE_OWNER, "Who owns the engine?"),
+)
 
 
 class ReviewStepScreen(Screen[None]):

@@ -12,7 +12,7 @@ from textual.containers import Vertical, VerticalScroll
 from textual.widgets import Footer, Header, Static
 
 from advisor.errors import AdvisorError
-from advisor.tui.screens.review_base import ReviewStepScreen
+from advisor.tui.screens.review_base import EVIDENCE_LISTS, ReviewStepScreen
 from advisor.tui.widgets.review_steps import ReviewSteps
 
 
@@ -86,10 +86,8 @@ class FindingsScreen(ReviewStepScreen):
     async def action_tell_apart(self) -> None:
         """Back to the first step, on the list of the first question that would tell findings 1
         and 2 apart (the record names its answers); → comes back here ranked again."""
-        from advisor.tui.screens.review_symptoms import LISTS, SymptomsScreen
-
-        widget = next(w for w, question, _ in LISTS if question == self.apart[0])
-        while not isinstance(self.app.screen, SymptomsScreen):
+        widget = next(w for w, question, _ in EVIDENCE_LISTS if question == self.apart[0])
+        while isinstance(self.app.screen, ReviewStepScreen) and self.app.screen.STEP > 0:
             await self.app.pop_screen()
         self.app.screen.query_one(f"#{widget}").focus()
 

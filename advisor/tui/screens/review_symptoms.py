@@ -15,19 +15,13 @@ from textual.widgets import Footer, Header, OptionList, SelectionList, Static
 from textual.widgets.option_list import Option
 from textual.widgets.selection_list import Selection
 
-from advisor.model.catalog import ENGINE_OWNER, MULTIPLE_SEPARATOR, RECOVERY_POINT_FOUND, SYMPTOMS, TRIGGER, answer_values
-from advisor.tui.screens.review_base import ReviewStepScreen
+from advisor.model.catalog import MULTIPLE_SEPARATOR, SYMPTOMS, answer_values
+from advisor.tui.screens.review_base import EVIDENCE_LISTS, ReviewStepScreen
 from advisor.tui.session import UNKNOWN
 from advisor.tui.widgets.review_steps import ReviewSteps
 
 
-#: The single-answer lists beside each other, in the order tab and enter walk them: (widget id,
-#: question, its short title).
-LISTS = (
-    ("trigger", TRIGGER, "When did it happen?"),
-    ("progress-found", RECOVERY_POINT_FOUND, "What progress said"),
-    ("engine-owner", ENGINE_OWNER, "Who owns the engine?"),
-)
+LISTS = EVIDENCE_LISTS
 
 
 class SymptomsScreen(ReviewStepScreen):
