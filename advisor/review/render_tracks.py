@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 
 from advisor.model.catalog import RECOVERY_POINT_FOUND, SYMPTOMS, TRIGGER, Catalog, answer_values
 from advisor.review.plan import NOT_OWNED, likely, depends_on_unanswered, ids, numbers, unanswered_conditions
-from advisor.review.separate import separator_sentence
+from advisor.review.separate import ABOUT, separator_sentence
 
 if TYPE_CHECKING:
     from advisor.review.result import Finding, Review
@@ -36,12 +36,9 @@ def _evidence_line(r: Review, catalog: Catalog) -> str:
         return question.choice(symptom).name.lower()
 
     parts = []
-    when = r.rec.answers.get(TRIGGER)
-    during = f", when it happened ({catalog.question(TRIGGER).choice(when).label.split(' — ')[0].lower()})" if when else ""
-    found = r.rec.answers.get(RECOVERY_POINT_FOUND)
-    if found and RECOVERY_POINT_FOUND in catalog.question_ids:
-        said = catalog.question(RECOVERY_POINT_FOUND).choice(found).name.lower()
-        during += f", what the recorded progress said ({said})"
+    during = "".join(f", {ABOUT[qid]} ({catalog.question(qid).choice(value).name.lower()})"
+                     for qid in (TRIGGER, RECOVERY_POINT_FOUND)
+                     if (value := r.rec.answers.get(qid)) and qid in catalog.question_ids)
     if r.seen.answered:
         parts.append(f"ranked by what you saw ({', '.join(map(label, r.seen.answered))}){during} and your answers")
     elif during:

@@ -21,7 +21,6 @@ from advisor.tui.session import UNKNOWN
 from advisor.tui.widgets.review_steps import ReviewSteps
 
 
-LISTS = EVIDENCE_LISTS
 
 
 class SymptomsScreen(ReviewStepScreen):
@@ -44,7 +43,7 @@ class SymptomsScreen(ReviewStepScreen):
             yield Static("What did you see, or what do you fear? (space toggles several; tab: the lists)", classes="review-asks")
             yield SelectionList[str](id="symptom-list")
             with Horizontal(id="review-evidence"):  # side by side: they fit above the help at 80x24
-                for widget_id, _, _ in LISTS:
+                for widget_id, _, _ in EVIDENCE_LISTS:
                     yield OptionList(id=widget_id)
             yield Static("", id="symptom-help")
         yield Footer()
@@ -56,7 +55,7 @@ class SymptomsScreen(ReviewStepScreen):
         symptoms = self.query_one("#symptom-list", SelectionList)
         for n, choice in enumerate(session.catalog.question(SYMPTOMS).choices, start=1):
             symptoms.add_option(Selection(f"{n} {choice.name}", choice.id, choice.id in seen))
-        for widget_id, question_id, title in LISTS:
+        for widget_id, question_id, title in EVIDENCE_LISTS:
             self._fill(f"#{widget_id}", question_id, title)
         symptoms.focus()
         self.show_help()
@@ -86,7 +85,7 @@ class SymptomsScreen(ReviewStepScreen):
     def show_help(self) -> None:
         """Under the lists: the help of the highlighted choice of the list that has the focus."""
         catalog = self.session.catalog
-        lists = [(self.query_one(f"#{widget_id}", OptionList), question_id) for widget_id, question_id, _ in LISTS]
+        lists = [(self.query_one(f"#{widget_id}", OptionList), question_id) for widget_id, question_id, _ in EVIDENCE_LISTS]
         focused = next(((o, o.highlighted, q) for o, q in lists if o.has_focus and o.highlighted is not None), None)
         if focused is not None:
             options, index, question_id = focused
@@ -109,12 +108,12 @@ class SymptomsScreen(ReviewStepScreen):
         self.show_help()
 
     def on_option_list_option_selected(self, event: OptionList.OptionSelected) -> None:
-        ids = [widget_id for widget_id, _, _ in LISTS]
+        ids = [widget_id for widget_id, _, _ in EVIDENCE_LISTS]
         if event.option_list.id not in ids:
             return
         at = ids.index(event.option_list.id)
-        self.session.answer(LISTS[at][1], event.option_id or UNKNOWN)
-        if at + 1 < len(LISTS):  # enter answers one list and moves on to the next; the last goes on
+        self.session.answer(EVIDENCE_LISTS[at][1], event.option_id or UNKNOWN)
+        if at + 1 < len(EVIDENCE_LISTS):  # enter answers one list and moves on to the next; the last goes on
             self.query_one(f"#{ids[at + 1]}", OptionList).focus()
         else:
             self.action_next()
@@ -128,7 +127,7 @@ class SymptomsScreen(ReviewStepScreen):
         from advisor.tui.screens.review_current import CurrentStrategyScreen
 
         self.save()
-        for widget_id, question_id, _ in LISTS:
+        for widget_id, question_id, _ in EVIDENCE_LISTS:
             options = self.query_one(f"#{widget_id}", OptionList)
             if options.has_focus and options.highlighted is not None:  # → keeps the highlighted answer
                 self.session.answer(question_id, options.get_option_at_index(options.highlighted).id or UNKNOWN)
