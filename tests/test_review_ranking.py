@@ -64,6 +64,11 @@ RANKING = [
     ({"recovery_point_store": "event_log", "symptoms": "slow_recovery"}, "event-sourcing", "snapshots"),
     # A call repeated after a crash to a service that can be asked: look it up first.
     ({"external_effects": "queryable_api", "symptoms": "duplicate_effect"}, "idempotent-retry", "intent-before-call"),
+    # The two copies of a repeated job carried different ids: one made per run.
+    ({"workers": "many", "symptoms": "duplicate_effect", "duplicate_ids": "new_id"}, "idempotent-retry", "key-from-input"),
+    # The same webhook event, accepted twice by a consumer of redelivered input: the effect's key.
+    ({"inbound_duplicates": "possible", "symptoms": "duplicate_effect", "recovery_point_found": "right",
+      "duplicate_ids": "same_id"}, "idempotent-retry", "unique-key-with-effect"),
     # The answers alone, no symptom: a local progress file is where a cut-off write can bite.
     ({"recovery_point_store": "local_disk"}, "checkpoint", "checkpoint-file-checksummed"),
 ]  # fmt: skip
@@ -127,6 +132,34 @@ def test_the_context_may_add_a_symptom_and_the_record_says_so(catalog, catalog_c
                                                     current="checkpoint", context=words).findings}
     assert all(scored[c] / 2 <= scores[c] <= scored[c] for c in scored if scored[c] > 0), (scores, scored)
     assert scores["checkpoint-file-checksummed"] < scored["checkpoint-file-checksummed"], (scores, scored)
+
+
+def test_the_teams_words_can_name_a_mechanism_no_answer_has_a_value_for(catalog_copy):
+    """A rule with `words` holds only when the context says one (whole words, any case), and the
+    record quotes the word that made it hold."""
+    rule = GOOD_RULE.replace("    when: {outputs: outside_store}\n", "    words: [rate limited, \"429\"]\n")
+    (catalog_copy / "precedents.yaml").unlink()  # the rule alone
+    (catalog_copy / "evidence.yaml").write_text("rules:\n" + rule)
+    catalog = load_catalog(catalog_copy)
+    answers = {"symptoms": "duplicate_effect", "outputs": "outside_store", "work_shape": "record_batch"}
+
+    def score(context):
+        findings = review(answers, catalog, current=CurrentDesign("checkpoint"), context=context).findings
+        return {f.control.id: f.score for f in findings}["partial-output-published-atomically"]
+
+    assert score("The API answered 429 and we kept going.") == score("We got RATE LIMITED all night.") == 2
+    assert score(None) == score("error 4290 from the proxy") == score("it was rate-limitedish") == 0
+    text = decision_record(answers, catalog, current=CurrentDesign("checkpoint"), context="They sent 429 back.", date=DAY)
+    assert 'the context says "429"' in section(text, "## Findings")
+
+
+def test_a_retry_storm_in_the_teams_words_puts_bounded_retries_first(catalog):
+    """The bundled words: the same answers rank the bounded retries first only when the team's
+    context says the other side was rate limiting."""
+    answers = {"symptoms": "work_lost", "trigger": "retry_after_error", "broker": "redis"}
+    said = "When the push service started rate limiting us, the jobs kept hammering it until our IP was banned."
+    assert first(catalog, answers, "idempotent-retry", context=said) == "bounded-retries"
+    assert first(catalog, answers, "idempotent-retry") != "bounded-retries"
 
 
 # --- the two tracks ----------------------------------------------------------------------------
@@ -234,7 +267,8 @@ BAD_EVIDENCE = [
     (GOOD_RULE.replace("outputs: outside_store", "outputs: elsewhere"), "when.outputs", "unknown value"),
     (GOOD_RULE.replace("outputs: outside_store", "symptoms: work_lost"), "when.symptoms", "several values"),
     (GOOD_RULE.replace("    symptoms: [duplicate_effect]\n", "").replace("    when: {outputs: outside_store}\n", ""),
-     "when", "needs `symptoms`, `when` or both"),
+     "when", "needs `symptoms`, `when` or `words`"),
+    (GOOD_RULE.replace("    says:", "    words: rate limited\n    says:"), "words", "list"),
     (GOOD_RULE + GOOD_RULE, "id", "duplicate rule id"),
     (GOOD_RULE.replace("    says: a test rule\n", "    says: a test rule\n    weight: 3\n"), "weight", "unknown key"),
     (GOOD_RULE.replace("    says: a test rule\n", ""), "says", "required"),

@@ -173,6 +173,9 @@ def test_the_symptoms_come_first_and_rank_the_findings(catalog: Catalog, tmp_pat
             found = catalog.question("recovery_point_found").values
             await pilot.press("home", *["down"] * found.index("unreadable"), "enter")
             assert app.session.answers["recovery_point_found"] == "unreadable"
+            assert app.screen.query_one("#copies").has_focus  # then how the copies were identified:
+            await pilot.press("enter")  # nothing happened twice, so "I don't know" (highlighted) stays
+            assert not app.session.answers.get("duplicate_ids")
             assert app.screen.query_one("#engine-owner").has_focus  # and on to the owner
             await pilot.press("up", "enter")  # the owner: from "don't know" up to "a product we run"
             assert app.session.answers["engine_owner"] == "product"

@@ -47,14 +47,16 @@ def evidence_section(catalog: Catalog) -> list[str]:
         "", "## How the review ranks its findings", "",
         "Each rule below raises some controls when the team saw one of its symptoms (`symptoms`; all",
         "of them when joined by *and*) and its answers hold (an *unless* is ruled out only by an answer",
-        "given); a control's likelihood is the sum, and the review lists missing controls",
+        "given; *the context says* holds when the team's `context:` has one of those words or phrases,",
+        "whole); a control's likelihood is the sum, and the review lists missing controls",
         "first, then unknown ones, likeliest first (ties: the order the strategy declares them).",
         "", "| rule | when the team saw | and | raises | because |", "|---|---|---|---|---|",
     ]  # fmt: skip
     for r in ev.rules:
         seen = (" and " if r.together else " or ").join(f"`{x}`" for x in r.symptoms) or "(anything)"
         weights = ", ".join(f"`{cid}` {w:+g}" for cid, w in r.weights.items())
-        answers = " ".join(filter(None, [when(r.when), f"unless {when(r.unless)}" if r.unless else ""]))
+        said = "the context says " + " or ".join(f'"{w}"' for w in r.words) if r.words else ""
+        answers = " ".join(filter(None, [when(r.when), f"unless {when(r.unless)}" if r.unless else "", said]))
         out.append(f"| `{r.id}` | {seen} | {answers or '—'} | {weights} | {r.says} |")
     if ev.keywords:
         out += ["", "Words of the team's `context:` that suggest a symptom it did not answer (the record says so):", ""]

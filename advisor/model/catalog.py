@@ -8,7 +8,7 @@ The catalog is data: adding a strategy or a question means adding YAML, never Py
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
@@ -296,6 +296,7 @@ class Scenario:
 SYMPTOMS = "symptoms"  # the question evidence rules read by its values (what the team saw)
 TRIGGER = "trigger"  # when it happened (a deploy, a crash, a retry): evidence rules read it in `when`
 RECOVERY_POINT_FOUND = "recovery_point_found"  # what the recorded progress said against the work done
+DUPLICATE_IDS = "duplicate_ids"  # how the two copies of a repeated effect were identified
 ENGINE_OWNER = "engine_owner"  # who owns the engine: a rewrite is proposed only for its own code
 
 
@@ -314,12 +315,22 @@ class EvidenceRule:
     # Answers that rule it out. Unlike ``when``, an unanswered question does not: "unless the unit
     # takes seconds" still holds for a team that did not say how long its units take.
     unless: Condition = field(default_factory=dict)
+    # Words of the team's own ``context:`` (any one, whole words, any case): a phrase that names a
+    # mechanism ("rate limited", "a different message id") the answers have no value for.
+    words: tuple[str, ...] = ()
 
-    def holds(self, symptoms: tuple[str, ...], answers: Mapping[str, str]) -> bool:
+    def holds(self, symptoms: tuple[str, ...], answers: Mapping[str, str], context: str = "") -> bool:
         match = all if self.together else any
         seen = not self.symptoms or match(s in symptoms for s in self.symptoms)
         ruled_out = any(answers.get(q) in values for q, values in self.unless.items())
-        return seen and condition_holds(self.when, answers) and not ruled_out
+        said = not self.words or said_in(self.words, context) is not None
+        return seen and said and condition_holds(self.when, answers) and not ruled_out
+
+
+def said_in(words: Sequence[str], text: str) -> str | None:
+    """The first of ``words`` (lowercase) that ``text`` says as a whole word or phrase, any case."""
+    lowered = text.lower()
+    return next((w for w in words if re.search(rf"(?<![\w-]){re.escape(w)}(?![\w-])", lowered)), None)
 
 
 @dataclass(frozen=True)

@@ -50,7 +50,7 @@ def _weights(r: Reader, control_ids: Sequence[str]) -> dict[str, float]:
 
 
 def _rule(r: Reader, questions: Mapping[str, Question], control_ids: Sequence[str]) -> EvidenceRule:
-    r.only("id", "symptoms", "together", "when", "unless", "raise", "says")
+    r.only("id", "symptoms", "together", "when", "unless", "words", "raise", "says")
     rid = r.text("id")
     if not _RULE_ID.match(rid):
         raise r.error("id", f"{rid!r} is not a rule id: use lowercase words joined by '-'")
@@ -63,9 +63,10 @@ def _rule(r: Reader, questions: Mapping[str, Question], control_ids: Sequence[st
         raise r.error("together", "`together` names at least two symptoms (one is `symptoms`)")
     when = read_conditions(r, "when", questions)
     unless = read_conditions(r, "unless", questions)
-    if not symptoms and not when:
-        raise r.error("when", "a rule needs `symptoms`, `when` or both: without either it would raise every case alike")
-    return EvidenceRule(rid, symptoms, when, _weights(r, control_ids), r.text("says"), together, unless)
+    words = tuple(w.lower() for w in r.texts("words")) if r.data.get("words") is not None else ()
+    if not symptoms and not when and not words:
+        raise r.error("when", "a rule needs `symptoms`, `when` or `words`: without any it would raise every case alike")
+    return EvidenceRule(rid, symptoms, when, _weights(r, control_ids), r.text("says"), together, unless, words)
 
 
 def _keywords(top: Reader, questions: Mapping[str, Question]) -> dict[str, tuple[str, ...]]:

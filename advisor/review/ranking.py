@@ -4,18 +4,18 @@ fixes of the past incidents most like this one (``strategies/precedents.yaml``).
 
 Pure and small: the rules and the precedents are data (STYLE.md 14), this module only evaluates
 them and says, in one line per control, which symptom, which answers and which past incidents put
-it where it ranks. The team's ``context:`` may add a symptom it did not answer (its words, matched
-whole); the record says so.
+it where it ranks. The team's ``context:`` may add a symptom it did not answer, and a rule with
+``words`` holds only when the context says one of them (words and phrases matched whole); the record
+quotes the word either way.
 """
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from advisor.model.catalog import (MULTIPLE_SEPARATOR, SYMPTOMS, TRIGGER, Catalog, Control, EvidenceRule, Precedent,
-                                   answer_values, condition_holds)
+                                   answer_values, condition_holds, said_in)
 
 
 @dataclass(frozen=True)
@@ -27,6 +27,7 @@ class Seen:
     # (question, value, the answer it comes from) for questions not answered: what the team's
     # stack makes likely (evidence.yaml, `implied`)
     implied: tuple[tuple[str, str, str], ...] = ()
+    context: str = ""  # the team's own words, which rules with `words` read
 
     @property
     def symptoms(self) -> tuple[str, ...]:
@@ -56,11 +57,10 @@ class Likelihood:
 def symptoms_seen(answers: Mapping[str, str], catalog: Catalog, context: str | None = None) -> Seen:
     answered = answer_values(answers, SYMPTOMS)
     inferred = []
-    text = (context or "").lower()
     for symptom, words in catalog.evidence.keywords.items():
         if symptom in answered:
             continue
-        word = next((w for w in words if re.search(rf"(?<![\w-]){re.escape(w)}(?![\w-])", text)), None)
+        word = said_in(words, context or "")
         if word is not None:
             inferred.append((symptom, word))
     implied: dict[str, tuple[str, str]] = {}
@@ -70,7 +70,7 @@ def symptoms_seen(answers: Mapping[str, str], catalog: Catalog, context: str | N
             for q, v in rule.answers.items():
                 if not answers.get(q) and q not in implied:  # an answer always wins; the first rule too
                     implied[q] = (v, basis)
-    return Seen(answered, tuple(inferred), tuple((q, v, b) for q, (v, b) in implied.items()))
+    return Seen(answered, tuple(inferred), tuple((q, v, b) for q, (v, b) in implied.items()), context or "")
 
 
 #: A rule that holds only with a symptom the context's words suggest (not answered), or with an
@@ -115,9 +115,9 @@ def likelihood(
     for rule in catalog.evidence.rules:
         if control.id not in rule.weights:
             continue
-        if rule.holds(seen.answered, answers):
+        if rule.holds(seen.answered, answers, seen.context):
             fired.append((rule, rule.weights[control.id]))
-        elif (seen.inferred or seen.implied) and rule.holds(seen.symptoms, seen.with_implied(answers)):
+        elif (seen.inferred or seen.implied) and rule.holds(seen.symptoms, seen.with_implied(answers), seen.context):
             fired.append((rule, rule.weights[control.id] * INFERRED_SHARE))
     fired.sort(key=lambda item: -item[1])
     total = sum(w for w, _ in near)
@@ -189,6 +189,8 @@ def why_ranked(
         basis = _symptom_words(rule, seen, catalog) + [
             f"`{q}={answers[q]}`" if answers.get(q) else f"`{q}={implied[q][0]}`, likely with `{implied[q][1]}`"
             for q in rule.when]
+        if rule.words:
+            basis.append(f'the context says "{said_in(rule.words, seen.context)}"')
         parts.append(f"{rule.says} ({', '.join(basis)})")
     if found.precedents:
         parts.append(f"the fix in {len(found.precedents)} of the {found.of} past incidents most like"

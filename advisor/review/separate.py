@@ -1,10 +1,11 @@
 """A close call between the two likeliest causes, and the observation that would settle it.
 
 The review ranks the findings by the evidence. When the first leads the second by little, one
-more thing the team can look up (when it happened, what the recorded progress said) tells it
-more than either fix would: for each such question left open, and each of its values, the
-findings are ranked again as if that value were given. The values that put the second finding
-ahead, and those that leave the first clearly ahead, are what the record asks the team to check.
+more thing the team can look up (when it happened, what the recorded progress said, how the two
+copies of a repeated effect were identified) tells it more than either fix would: for each such
+question left open, and each of its values, the findings are ranked again as if that value were
+given. The values that put the second finding ahead, and those that leave the first clearly ahead,
+are what the record asks the team to check.
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
-from advisor.model.catalog import ENGINE_OWNER, RECOVERY_POINT_FOUND, TRIGGER, Catalog, Control
+from advisor.model.catalog import DUPLICATE_IDS, ENGINE_OWNER, RECOVERY_POINT_FOUND, TRIGGER, Catalog, Control
 from advisor.review.ranking import Likelihood
 
 #: The second finding is a close call when its likelihood is at least this share of the first's:
@@ -23,7 +24,8 @@ CLEAR = 1 / 2
 #: Values named per side: more would be a list to read, not a check to make.
 SHOWN = 3
 #: How the record names a question to look up (others: by what they ask).
-ABOUT = {TRIGGER: "when it happened", RECOVERY_POINT_FOUND: "what the recorded progress said"}
+ABOUT = {TRIGGER: "when it happened", RECOVERY_POINT_FOUND: "what the recorded progress said",
+         DUPLICATE_IDS: "how the two copies were identified"}
 
 
 @dataclass(frozen=True)

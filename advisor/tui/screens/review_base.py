@@ -6,7 +6,7 @@ from typing import TYPE_CHECKING, ClassVar
 
 from textual.screen import Screen
 
-from advisor.model.catalog import ENGINE_OWNER, RECOVERY_POINT_FOUND, TRIGGER
+from advisor.model.catalog import DUPLICATE_IDS, ENGINE_OWNER, RECOVERY_POINT_FOUND, TRIGGER
 from advisor.tui.session import Session
 from advisor.tui.widgets.review_steps import ReviewSteps
 
@@ -17,9 +17,10 @@ if TYPE_CHECKING:
 #: The first step's single-answer lists, side by side, in the order tab and enter walk them:
 #: (widget id, question, its short title). The findings step sends the team back to one of them.
 EVIDENCE_LISTS = (
-    ("trigger", TRIGGER, "When did it happen?"),
-    ("progress-found", RECOVERY_POINT_FOUND, "What progress said"),
-    ("engine-owner", ENGINE_OWNER, "Who owns the engine?"),
+    ("trigger", TRIGGER, "When it struck"),
+    ("progress-found", RECOVERY_POINT_FOUND, "Progress said"),
+    ("copies", DUPLICATE_IDS, "Copies' ids"),
+    ("engine-owner", ENGINE_OWNER, "Engine owner"),
 )
 
 
