@@ -53,9 +53,25 @@ def _tuned_cases():
     import review_ranking
 
     rows = review_ranking.load_rows(review_ranking.TUNED)
-    # Without the two observations, so that many rows are close calls (as a team that did not look yet).
-    return [({k: v for k, v in row["answers"].items() if k not in ("trigger", "recovery_point_found")},
+    # Without the observations, so that many rows are close calls (as a team that did not look yet).
+    return [({k: v for k, v in row["answers"].items() if k not in ("trigger", "recovery_point_found", "duplicate_ids")},
              row["review"]["current"]) for row in rows[::4]]
+
+
+def test_a_repeated_effect_can_be_told_apart_by_its_copies_identifiers(catalog):
+    """A call to a plain service went out twice around a crash: copies with no identifier point at
+    looking before calling again, copies of one input's id at a key on the effect; the question is
+    never offered when nothing happened twice."""
+    charged = {"external_effects": "plain_api", "symptoms": "duplicate_effect", "trigger": "crash"}
+    (one, two), r = firsts(catalog, charged, "idempotent-retry")
+    assert (one, two) == ("intent-before-call", "unique-key-with-effect")
+    copies = {s.question: s for s in r.separators}.get("duplicate_ids")
+    assert copies is not None, r.separators
+    assert "no_id" in copies.for_first and "same_id" in copies.for_second
+    text = decision_record(charged, catalog, current="idempotent-retry", date=dt.date(2026, 1, 2))
+    assert "how the two copies were identified (`duplicate_ids`)" in text
+    _, quiet = firsts(catalog, {**REDONE}, "checkpoint")
+    assert all(s.question != "duplicate_ids" for s in quiet.separators)
 
 
 def test_every_suggested_answer_does_what_the_record_says_over_the_calibration_rows(catalog):
