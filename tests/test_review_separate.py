@@ -70,6 +70,10 @@ def test_a_repeated_effect_can_be_told_apart_by_its_copies_identifiers(catalog):
     assert "no_id" in copies.for_first and "same_id" in copies.for_second
     text = decision_record(charged, catalog, current="idempotent-retry", date=dt.date(2026, 1, 2))
     assert "how the two copies were identified (`duplicate_ids`)" in text
+    answered = decision_record({**charged, "duplicate_ids": "same_id"}, catalog, current="idempotent-retry",
+                               date=dt.date(2026, 1, 2))
+    assert "how the two copies were identified (the same)" in answered  # the evidence line names it
+    assert "(`duplicate_ids`)" not in answered  # and it is not asked again
     _, quiet = firsts(catalog, {**REDONE}, "checkpoint")
     assert all(s.question != "duplicate_ids" for s in quiet.separators)
 
