@@ -250,3 +250,30 @@ def test_a_close_call_sends_the_team_to_the_answer_that_tells_the_two_apart(cata
             assert app.session.review().findings[0].control.id == second and app.screen.apart == ()
 
     asyncio.run(walk())
+
+
+def test_a_close_call_on_a_repeated_call_sends_the_team_to_the_copies_identifiers(catalog: Catalog, tmp_path: Path) -> None:
+    """A call to a plain service went out twice around a crash: looking before calling again and a
+    key on the effect are a close call; `t` goes to how the two copies were identified, and the
+    answer the record names for finding 2 (the same id on both) puts the key first."""
+    answers = {"external_effects": "plain_api", "symptoms": "duplicate_effect", "trigger": "crash"}
+
+    async def walk() -> None:
+        app = make_app(catalog, answers, workdir=tmp_path)
+        async with app.run_test(size=(80, 24)) as pilot:
+            pick = str(list(catalog.strategy_ids).index("idempotent-retry") + 1)
+            await pilot.press("v", "right", pick, "right")
+            assert isinstance(app.screen, FindingsScreen) and app.screen.apart == ("duplicate_ids",)
+            before = app.session.review()
+            second = before.findings[1].control.id
+            copies = before.separators[0]
+            await pilot.press("t")
+            assert isinstance(app.screen, SymptomsScreen) and app.screen.query_one("#copies").has_focus
+            values = catalog.question("duplicate_ids").values
+            await pilot.press("home", *["down"] * values.index(copies.for_second[0]), "enter")
+            assert app.session.answers["duplicate_ids"] == copies.for_second[0]
+            await pilot.press("right", pick, "right")
+            assert isinstance(app.screen, FindingsScreen)
+            assert app.session.review().findings[0].control.id == second
+
+    asyncio.run(walk())
