@@ -12,6 +12,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
+from advisor.model.precedent import Precedent
 from advisor.model.words import Words, say
 
 GRANULARITIES = ("task", "record", "event")
@@ -331,26 +332,6 @@ def said_in(words: Sequence[str], text: str) -> str | None:
     """The first of ``words`` (lowercase) that ``text`` says as a whole word or phrase, any case."""
     lowered = text.lower()
     return next((w for w in words if re.search(rf"(?<![\w-]){re.escape(w)}(?![\w-])", lowered)), None)
-
-
-@dataclass(frozen=True)
-class Precedent:
-    """A past incident (``precedents.yaml``): a public thread, the design its team ran, the
-    control whose absence a reviewer found behind it, and its answers as (question, value) pairs."""
-
-    id: str
-    source: str  # owner/repo#N or a URL: where a reader finds the thread
-    current: str  # strategy id
-    fix: str  # control id of ``current``
-    features: frozenset[tuple[str, str]]
-
-    @property
-    def link(self) -> str:
-        """The thread as a Markdown link (GitHub serves a pull request at its issues/N address too)."""
-        github = re.fullmatch(r"([\w.-]+/[\w.-]+)#(\d+)", self.source)
-        if github:
-            return f"[{self.source}](https://github.com/{github[1]}/issues/{github[2]})"
-        return f"<{self.source}>" if self.source.startswith(("http://", "https://")) else self.source
 
 
 @dataclass(frozen=True)

@@ -12,8 +12,9 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-from advisor.model.catalog import SYMPTOMS, Precedent, Question, Strategy
+from advisor.model.catalog import SYMPTOMS, Question, Strategy
 from advisor.model.parsed_cache import read_yaml
+from advisor.model.precedent import Precedent
 from advisor.model.yaml_reader import Reader
 
 PRECEDENTS_FILE = "precedents.yaml"

@@ -14,8 +14,9 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from advisor.model.catalog import (MULTIPLE_SEPARATOR, SYMPTOMS, TRIGGER, Catalog, Control, EvidenceRule, Precedent,
-                                   answer_values, condition_holds, said_in)
+from advisor.model.catalog import (MULTIPLE_SEPARATOR, SYMPTOMS, TRIGGER, Catalog, Control, EvidenceRule, answer_values,
+                                   condition_holds, said_in)
+from advisor.model.precedent import Precedent
 
 
 @dataclass(frozen=True)
