@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
-from advisor.model.catalog import DUPLICATE_IDS, RECOVERY_POINT_FOUND, SYMPTOMS, TRIGGER, Catalog, answer_values
+from advisor.model.catalog import SYMPTOMS, Catalog, answer_values
 from advisor.review.plan import NOT_OWNED, likely, depends_on_unanswered, ids, numbers, unanswered_conditions
 from advisor.review.separate import ABOUT, separator_sentence
 
@@ -36,8 +36,8 @@ def _evidence_line(r: Review, catalog: Catalog) -> str:
         return question.choice(symptom).name.lower()
 
     parts = []
-    during = "".join(f", {ABOUT[qid]} ({catalog.question(qid).choice(value).name.lower()})"
-                     for qid in (TRIGGER, RECOVERY_POINT_FOUND, DUPLICATE_IDS)
+    during = "".join(f", {about} ({catalog.question(qid).choice(value).name.lower()})"
+                     for qid, about in ABOUT.items()  # the observations, in the order they are asked
                      if (value := r.rec.answers.get(qid)) and qid in catalog.question_ids)
     if r.seen.answered:
         parts.append(f"ranked by what you saw ({', '.join(map(label, r.seen.answered))}){during} and your answers")

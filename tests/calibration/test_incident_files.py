@@ -21,32 +21,12 @@ import yaml
 
 from advisor.paths import strategies_dir
 from calibration_docs import GITHUB_REF, URL  # pytest puts this directory on sys.path
+from review_ranking import TUNED
 
 HERE = Path(__file__).resolve().parent
-#: Held out (round 23): written by someone who never saw the evidence rules or the ranking.
+#: Held out (the last round): written by someone who never saw the evidence rules or the ranking.
 HELDOUT = HERE / "heldout" / "incidents.yaml"
-#: Tuned: round 1's rows, and the held-out rows of rounds 1-26 (given up as tuning data later).
-TUNED = (HERE / "review_tuned.yaml", HERE / "review_tuned_2.yaml", HERE / "review_tuned_3.yaml",
-         HERE / "review_tuned_4.yaml", HERE / "review_tuned_5.yaml",
-         HERE / "review_tuned_6.yaml", HERE / "review_tuned_7.yaml", HERE / "review_tuned_8.yaml",
-         HERE / "review_tuned_9.yaml", HERE / "review_tuned_10.yaml",
-         HERE / "review_tuned_11.yaml",
-         HERE / "review_tuned_12.yaml",
-         HERE / "review_tuned_13.yaml",
-         HERE / "review_tuned_14.yaml",
-         HERE / "review_tuned_15.yaml",
-         HERE / "review_tuned_16.yaml",
-         HERE / "review_tuned_17.yaml",
-         HERE / "review_tuned_18.yaml",
-         HERE / "review_tuned_19.yaml",
-         HERE / "review_tuned_20.yaml",
-         HERE / "review_tuned_21.yaml",
-         HERE / "review_tuned_22.yaml",
-         HERE / "review_tuned_23.yaml",
-         HERE / "review_tuned_24.yaml",
-         HERE / "review_tuned_25.yaml",
-         HERE / "review_tuned_26.yaml",
-         HERE / "review_tuned_27.yaml")
+#: Every review file: the held-out part, then the tuned ones (review_ranking.TUNED keeps their one list).
 REVIEW_FILES = (HELDOUT, *TUNED)
 ALL_FILES = (HERE / "incidents.yaml", *REVIEW_FILES)
 
