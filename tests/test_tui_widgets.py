@@ -182,6 +182,17 @@ def test_lead_words(margin: float, words: str) -> None:
     assert lead_words(margin, "X") == words
 
 
+@pytest.mark.parametrize(
+    ("gap", "words"),
+    [(1.0, "1 point behind X"), (0.0, "tied with X"), (3.0, "3 points behind X")],
+)
+def test_behind_words(gap: float, words: str) -> None:
+    """The review's fit sentence ("ranks 2 of 6, 1 point behind X") in the same grammar as the lead."""
+    from advisor.model.recommendation import behind_words
+
+    assert behind_words(gap, "X") == words
+
+
 def test_step_summary_when_revisiting() -> None:
     from advisor.tui.widgets.step_bar import step_summary
 

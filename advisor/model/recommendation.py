@@ -74,6 +74,13 @@ def lead_words(margin: float, runner_up: str) -> str:
     return f"{margin:g} point{'' if margin == 1 else 's'} ahead of {runner_up}"
 
 
+def behind_words(gap: float, leader: str) -> str:
+    """"1 point behind X" — or, for a tie, "tied with X" (never "0 points behind")."""
+    if gap == 0:
+        return f"tied with {leader}"
+    return f"{gap:g} point{'' if gap == 1 else 's'} behind {leader}"
+
+
 @dataclass(frozen=True)
 class Warning:
     """A conflict between answers (conflicts.yaml)."""

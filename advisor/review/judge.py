@@ -21,7 +21,7 @@ from advisor.errors import AnswersError
 from advisor.model.answers import CurrentDesign
 from advisor.model.catalog import ENGINE_OWNER, EFFORTS, Catalog, Control, Strategy, condition_holds
 from advisor.model.engine import recommend
-from advisor.model.recommendation import Recommendation
+from advisor.model.recommendation import Recommendation, behind_words
 from advisor.model.template_settings import settings_for
 from advisor.review.plan import (
     NOT_OWNED,
@@ -73,12 +73,12 @@ def judge_current(rec: Recommendation, current: str) -> Verdict:
     elif rank == 1:
         summary = f"{name} is the advisor's top pick for these answers."
     elif fits and gap <= FIT_MARGIN:
-        summary = f"{name} ranks {rank} of {len(ids)}, {gap:g} points behind {top}: a reasonable fit."
+        summary = f"{name} ranks {rank} of {len(ids)}, {behind_words(gap, top)}: a reasonable fit."
     elif fits:
-        summary = (f"{name} ranks {rank} of {len(ids)}, {gap:g} points behind {top}, but none of these answers"
+        summary = (f"{name} ranks {rank} of {len(ids)}, {behind_words(gap, top)}, but none of these answers"
                    f" counts against it: it fits, and what went wrong is a missing control, not the category.")
     else:
-        summary = f"{name} does not fit: it ranks {rank} of {len(ids)}, {gap:g} points behind {top}."
+        summary = f"{name} does not fit: it ranks {rank} of {len(ids)}, {behind_words(gap, top)}."
     # Only what the answers hold against it: never the winner's strengths reworded, never its
     # pitfalls in general (the findings cover the controls that guard against them). An answer
     # that rules it out is said once, by the rule.
