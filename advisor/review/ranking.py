@@ -12,11 +12,12 @@ quotes the word either way.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from advisor.model.catalog import (MULTIPLE_SEPARATOR, SYMPTOMS, TRIGGER, Catalog, Control, EvidenceRule, answer_values,
                                    condition_holds, said_in)
 from advisor.model.precedent import Precedent
+from advisor.review.resemblance import NONE, Resemblance, resemblances
 
 
 @dataclass(frozen=True)
@@ -29,6 +30,8 @@ class Seen:
     # stack makes likely (evidence.yaml, `implied`)
     implied: tuple[tuple[str, str, str], ...] = ()
     context: str = ""  # the team's own words, which rules with `words` read
+    # control id → how closely those words describe what the control guards against
+    resembles: Mapping[str, Resemblance] = field(default_factory=dict)
 
     @property
     def symptoms(self) -> tuple[str, ...]:
@@ -48,11 +51,13 @@ class Likelihood:
     precedents: tuple[Precedent, ...] = ()  # the similar past incidents this control fixed, likeliest first
     of: int = 0  # how many similar past incidents were read
     share: float = 0.0  # their part of those incidents, by similarity
+    words: Resemblance = NONE  # how closely the team's context describes what it guards against
 
     @property
     def by_rules(self) -> float:
-        """The evidence rules' part alone: past incidents never make a control matter by themselves."""
-        return self.score - PRECEDENT_WEIGHT * self.share
+        """The evidence rules' part alone: past incidents and the context's resemblance never make a
+        control matter by themselves."""
+        return self.score - PRECEDENT_WEIGHT * self.share - RESEMBLANCE_WEIGHT * self.words.score
 
 
 def symptoms_seen(answers: Mapping[str, str], catalog: Catalog, context: str | None = None) -> Seen:
@@ -71,7 +76,8 @@ def symptoms_seen(answers: Mapping[str, str], catalog: Catalog, context: str | N
             for q, v in rule.answers.items():
                 if not answers.get(q) and q not in implied:  # an answer always wins; the first rule too
                     implied[q] = (v, basis)
-    return Seen(answered, tuple(inferred), tuple((q, v, b) for q, (v, b) in implied.items()), context or "")
+    return Seen(answered, tuple(inferred), tuple((q, v, b) for q, (v, b) in implied.items()), context or "",
+                resemblances(context or "", catalog))
 
 
 #: A rule that holds only with a symptom the context's words suggest (not answered), or with an
@@ -88,6 +94,14 @@ INFERRED_SHARE = 0.5
 NEIGHBOURS = 7
 PRECEDENT_WEIGHT = 3.0
 FEATURE_WEIGHT = {SYMPTOMS: 3.0, TRIGGER: 2.0}
+
+#: With a context, a control gains this much times how closely the team's words describe what it
+#: guards against (a cosine, 0..1; advisor/review/resemblance.py): a close description (0.3) is
+#: worth about a consistent rule (weight 1-2). Chosen on the tuned calibration rows, where 4 to 8
+#: give the same figures; a word is weaker evidence than an answer, so it stays below a rule's "usual cause".
+RESEMBLANCE_WEIGHT = 6.0
+#: A resemblance worth less than this many points is not named on the finding's line (noise).
+RESEMBLANCE_SHOWN = 1.0
 
 
 def features(answers: Mapping[str, str]) -> frozenset[tuple[str, str]]:
@@ -124,8 +138,9 @@ def likelihood(
     total = sum(w for w, _ in near)
     fixed = [(w, p) for w, p in near if p.fix == control.id]
     share = sum(w for w, _ in fixed) / total if total else 0.0
-    return Likelihood(sum(w for _, w in fired) + PRECEDENT_WEIGHT * share, tuple(fired),
-                      tuple(p for _, p in fixed), len(near), share)
+    words = seen.resembles.get(control.id, NONE)
+    return Likelihood(sum(w for _, w in fired) + PRECEDENT_WEIGHT * share + RESEMBLANCE_WEIGHT * words.score,
+                      tuple(fired), tuple(p for _, p in fixed), len(near), share, words)
 
 
 def rank(
@@ -177,9 +192,11 @@ def why_ranked(
     rules = found.rules
     if position > len(ORDINALS):  # below the top three, a weak reason from the answers alone is noise
         rules = tuple((r, w) for r, w in rules if r.symptoms or w >= 3)
-    if not rules and (not found.precedents or position > len(ORDINALS)):
+    said = found.words.shared if RESEMBLANCE_WEIGHT * found.words.score >= RESEMBLANCE_SHOWN else ()
+    if not rules and ((not found.precedents and not said) or position > len(ORDINALS)):
         # Missing (its label says so) or unexplained (the record names those together); past
-        # incidents alone explain only a finding near the top (a line each for the rest is noise).
+        # incidents or the context's words alone explain only a finding near the top (a line each
+        # for the rest is noise).
         return ""
     # The two strongest reasons; a weak one (weight 1) or one about the answers alone only when
     # nothing stronger is said: more would be noise.
@@ -193,6 +210,8 @@ def why_ranked(
         if rule.words:
             basis.append(f'the context says "{said_in(rule.words, seen.context)}"')
         parts.append(f"{rule.says} ({', '.join(basis)})")
+    if said:
+        parts.append("your context describes what it guards against (" + ", ".join(f'"{w}"' for w in said) + ")")
     if found.precedents:
         parts.append(f"the fix in {len(found.precedents)} of the {found.of} past incidents most like"
                      f" these answers ({found.precedents[0].link})")
