@@ -375,8 +375,9 @@ class Drill(Finals):
         return extra
 
     def _start_every_slot(self, done: int, *, home: bool = True) -> None:
-        """A new run of the job: on the hosts it started on (``home``), or where the workers are now."""
-        for slot in range(self.schedule.workers):
+        """A new run of the job, at the size it grew to (a scale-out's slot too: an event waiting for two
+        live workers never lands in a one-worker run); ``home``: on its first hosts, else where they are."""
+        for slot in range(len(self.pool.procs)):
             if home:
                 self.pool.home(slot)
             self.pool.spawn(slot, self.armed.pop(0) if self.armed else None, done=done)
@@ -395,6 +396,5 @@ def _pin_queue_on_hosts(data_dir: Path, hosts: int) -> None:
 
 
 def _probe_dir(data_dir: Path) -> Path:
-    where = data_dir / PROBE_DIR
-    where.mkdir(exist_ok=True)
+    (where := data_dir / PROBE_DIR).mkdir(exist_ok=True)
     return where
