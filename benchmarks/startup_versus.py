@@ -9,7 +9,8 @@ the range of the ratios over the rounds.
     git worktree add --detach /tmp/base <commit>
     python benchmarks/startup_versus.py /tmp/base [--rounds 5] [--runs 11]
 
-Measured: ``python -m advisor recommend --answers F --json`` (whole process, as bench_recommend.py)
+Measured: ``python -m advisor recommend --answers F --json`` (whole process, as bench_recommend.py),
+``python -m advisor review`` with a context (whole process: the ranking reads the team's words too)
 and the TUI's first screen (start of the child → welcome screen ready, as bench_tui_startup.py).
 Beside each wall-clock figure, the child's CPU time (user + system, whole process): on a
 machine shared with other work the wall clock wanders with the load, the CPU time much less.
@@ -34,6 +35,10 @@ sys.path.insert(0, str(HERE))
 from bench_tui_startup import CHILD  # noqa: E402  (the same child script, not a copy)
 
 ANSWERS = "duration: hours\nwork_shape: record_batch\nworkers: many\nexternal_effects: plain_api\n"
+#: What a team tells the review after an incident, with its own words (the context).
+REVIEW = ANSWERS + "symptoms: [work_lost, duplicate_effect]\ntrigger: planned_stop\ncontext: >-\n" \
+    "  During the deploy the worker was killed mid-batch; after the restart some rows were missing and\n" \
+    "  a few customers got the same e-mail twice.\n"
 
 
 def run_with(root: Path, cmd: list[str], cwd: Path) -> tuple[str, float]:
@@ -48,6 +53,16 @@ def run_with(root: Path, cmd: list[str], cwd: Path) -> tuple[str, float]:
 def recommend_s(root: Path, answers: Path, cwd: Path) -> tuple[float, float]:
     start = time.perf_counter()
     _, cpu = run_with(root, [sys.executable, "-m", "advisor", "recommend", "--answers", str(answers), "--json"], cwd)
+    return time.perf_counter() - start, cpu
+
+
+def review_s(root: Path, answers: Path, cwd: Path) -> tuple[float, float]:
+    job = cwd / "incident.yml"
+    job.write_text(REVIEW)
+    cmd = [sys.executable, "-m", "advisor", "review", "--answers", str(job), "--current", "checkpoint",
+           "--out", str(cwd / "decision.md"), "--force"]
+    start = time.perf_counter()
+    _, cpu = run_with(root, cmd, cwd)
     return time.perf_counter() - start, cpu
 
 
@@ -70,6 +85,7 @@ def main() -> int:
     checkouts = {"base": args.base.resolve(), "this": HERE.parent}
     benches: dict[str, Callable[[Path, Path, Path], tuple[float, float]]] = {
         "recommend --json (process s)": recommend_s,
+        "review with a context (process s)": review_s,
         "TUI first screen (ready s)": tui_ready_s,
     }
     with tempfile.TemporaryDirectory() as tmp:

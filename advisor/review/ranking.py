@@ -6,7 +6,8 @@ Pure and small: the rules and the precedents are data (STYLE.md 14), this module
 them and says, in one line per control, which symptom, which answers and which past incidents put
 it where it ranks. The team's ``context:`` may add a symptom it did not answer, and a rule with
 ``words`` holds only when the context says one of them (words and phrases matched whole); the record
-quotes the word either way.
+quotes the word either way; the context is also compared with what each control guards against
+(resemblance.py), and the record quotes the shared words.
 """
 
 from __future__ import annotations

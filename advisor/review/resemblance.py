@@ -2,7 +2,7 @@
 
 The `context:` text is compared, word by word, with each control's own text in the catalog (its
 question, why and fix, with their cases): TF-IDF over those texts, so a word every control uses
-("task", "worker") weighs little and one only a few use ("lease", "rename", "offset") weighs
+("task", "key") weighs little and one only a few use ("lease", "rename", "offset") weighs
 much. No past incident is read: it works for a control no incident has named yet, and what it
 says is checkable — the record quotes the shared words.
 
@@ -28,12 +28,13 @@ _STOP = frozenset(
     " what which who where while still over instead very because about again same other".split()
 )
 _WORD = re.compile(r"[a-z][a-z'-]+")
-# A shared word is quoted only when fewer than about a quarter of the controls use it: "task" or
-# "key" match half the catalog and explain nothing to the reader (they still count in the score).
+# A shared word is quoted only when at most about a fifth of the controls use it: "task" or "key"
+# match a third of the catalog or more and explain nothing to the reader (they still count).
 _QUOTED_IDF = 1.5
 
 
 def words(text: str) -> list[str]:
+    """The words that can name a mechanism, lowercase, in order (stop words and short ones left out)."""
     return [w for w in _WORD.findall(text.lower()) if len(w) > 2 and w not in _STOP]
 
 
