@@ -66,15 +66,22 @@ def test_only_incidents_on_the_same_design_are_compared(catalog_copy):
     assert _findings(catalog, {"symptoms": "stuck_unit", "trigger": "crash", "workers": "many"}, "state-machine")[0].score > 0
 
 
-def test_past_incidents_alone_never_make_a_control_matter(catalog_copy):
-    """A control needed only for an answer not given stays apart (answer it, or check it too),
-    however many past incidents it fixed: they rank findings, they do not decide what applies."""
+def test_past_incidents_bring_a_control_that_hangs_on_an_unanswered_question_into_the_findings(catalog_copy):
+    """A control needed only for an answer not given stays apart (answer it, or check it too) while
+    nothing points at it; once past incidents like this one were fixed by it, it is a finding with
+    its condition named, so the team checks the condition instead of skipping the usual fix."""
     rows = [{"id": "revoked", "source": "example/stream#4", "current": "checkpoint", "fix": "offsets-committed-on-revoke",
              "answers": {"symptoms": ["duplicate_effect"], "trigger": "planned_stop"}}]
-    r = review({"symptoms": "duplicate_effect", "trigger": "planned_stop"}, _catalog(catalog_copy, rows),
-               current=CurrentDesign("checkpoint"))
-    assert "offsets-committed-on-revoke" in {c.id for c in r.undecided}
-    assert "offsets-committed-on-revoke" not in {f.control.id for f in r.findings}
+    seen = {"symptoms": "duplicate_effect", "trigger": "planned_stop"}
+    elsewhere = [{**rows[0], "current": "state-machine", "fix": "stale-tasks-reclaimed"}]  # another design's
+    bare = review(seen, _catalog(catalog_copy, elsewhere), current=CurrentDesign("checkpoint"))
+    assert "offsets-committed-on-revoke" in {c.id for c in bare.undecided}
+    assert "offsets-committed-on-revoke" not in {f.control.id for f in bare.findings}
+    (catalog_copy / "precedents.yaml").write_text(json.dumps({"precedents": rows}))
+    r = review(seen, load_catalog(catalog_copy), current=CurrentDesign("checkpoint"))
+    assert "offsets-committed-on-revoke" not in {c.id for c in r.undecided}
+    finding = next(f for f in r.findings if f.control.id == "offsets-committed-on-revoke")
+    assert "recovery_point_store" in finding.only_if and "1 of the 1 past incidents" in finding.ranked
 
 
 BROKEN = [

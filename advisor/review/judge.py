@@ -134,7 +134,7 @@ def _listed(
     """(the findings' controls in order, with their likelihoods; the undecided ones left out)."""
     ranked = rank(open_, states, seen, answers, catalog, current)
     undecided = tuple(
-        c for c, found in ranked if states[c.id] == "unknown" and depends_on_unanswered(c, answers) and found.by_rules <= 0
+        c for c, found in ranked if states[c.id] == "unknown" and depends_on_unanswered(c, answers) and found.by_answers <= 0
     )
     return [(c, found) for c, found in ranked if c not in undecided], undecided
 
@@ -148,7 +148,9 @@ def _findings(
     and, when the first two are a close call, the answers not given yet that would tell them apart.
 
     An unknown control that matters only for answers not given yet is a finding when the evidence
-    points at it (with its condition named), else it is listed apart (``undecided``)."""
+    points at it (a rule, or the fixes of the past incidents with answers like these), with its
+    condition named; else it is listed apart (``undecided``). The context's resemblance alone
+    never brings one in."""
     strategy = catalog.strategy(design.strategy)
     states, stood_in = _statuses(design, strategy, answers)
     applying = [c for c in strategy.controls if c.applies(answers)]

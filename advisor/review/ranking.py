@@ -60,6 +60,12 @@ class Likelihood:
         control matter by themselves."""
         return self.score - PRECEDENT_WEIGHT * self.share - RESEMBLANCE_WEIGHT * self.words.score
 
+    @property
+    def by_answers(self) -> float:
+        """What the answers say: the rules and the past incidents with answers like these, without
+        the context's resemblance (a description alone never adds a finding the answers leave open)."""
+        return self.score - RESEMBLANCE_WEIGHT * self.words.score
+
 
 def symptoms_seen(answers: Mapping[str, str], catalog: Catalog, context: str | None = None) -> Seen:
     answered = answer_values(answers, SYMPTOMS)
