@@ -438,9 +438,16 @@ def test_every_blind_round_is_in_the_table_and_the_last_is_the_held_out_part():
     assert [r["round"] for r in rounds] == list(range(1, len(TUNED) + 1))  # one a round, none missing
     last, held = rounds[-1], recorded["heldout"]
     assert all(last[k] == held[k] for k in ("rows", "scored", "first", "first_two", "picks_accepted"))
+    assert last.get("by_support") == held.get("by_support")
     doc = (Path(__file__).resolve().parents[1] / "docs" / "calibration.md").read_text(encoding="utf-8")
     n, first = sum(r["scored"] for r in rounds), sum(r["first"] for r in rounds)
     assert f"| all {len(rounds)} |" in doc and f"{first} of {n} ({first / n:.0%})" in doc
+    rated = [r for r in rounds if "by_support" in r]
+    for r in rated:  # a split of the round's scored rows: never more than it scored
+        split = r["by_support"].values()
+        assert sum(s["scored"] for s in split) <= r["scored"] and sum(s["first"] for s in split) <= r["first"]
+    firm = [sum(r["by_support"]["firm"][k] for r in rated) for k in ("first", "scored")]
+    assert not rated or f"{firm[0]} of {firm[1]} first" in doc
 
 
 def test_the_recorded_tuned_figures_are_what_the_measure_gives(catalog):

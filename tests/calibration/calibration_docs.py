@@ -207,7 +207,24 @@ def blind_rounds_table(rounds: list[dict[str, Any]]) -> list[str]:
               f" first two in {TARGET_FIRST_TWO:.0%}. Over the {len(rounds)} rounds: {first / n:.0%} and {two / n:.0%},"
               f" {'met' if met else 'not met'}."]
     notes = [f"Round {r['round']}: {r['note']}" for r in rounds if r.get("note")]
-    return lines + (["", " ".join(notes)] if notes else []) + learned_lines()
+    return lines + support_lines(rounds) + (["", " ".join(notes)] if notes else []) + learned_lines()
+
+
+def support_lines(rounds: list[dict[str, Any]]) -> list[str]:
+    """The blind figures split by how firmly each row's thread supports its real fix (`support`)."""
+    rated = [r for r in rounds if r.get("by_support")]
+    if not rated:
+        return []
+    parts = []
+    for level, words in (("firm", "firm (the thread states the mechanism and the fix)"),
+                         ("thin", "thin (a short thread, or a fix only implied)"),
+                         ("debatable", "debatable (another control is a fair answer too)")):
+        n, first, two = (sum(r["by_support"][level][k] for r in rated) for k in ("scored", "first", "first_two"))
+        if n:
+            parts.append(f"{words}: {first} of {n} first ({first / n:.0%}), {two} among the first two ({two / n:.0%})")
+    span = f"{rated[0]['round']} to {rated[-1]['round']}" if len(rated) > 1 else str(rated[0]["round"])
+    return ["", f"By how firmly each incident's thread supports its real fix, as its writer rated it with the row,"
+                f" before any measure (`support`; rounds {span}, each as it was measured once): " + "; ".join(parts) + "."]
 
 
 def learned_lines() -> list[str]:

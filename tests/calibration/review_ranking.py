@@ -11,6 +11,10 @@ which control it lacks would write it — read by `review_input`, then `review`.
   category that fits is kept);
 - how many lines its decision record has.
 
+Rows from round 21 on carry `support` (how firmly their thread supports the real fix, as their
+writer rated it before any measure): the figures are also given for each rating, so a miss on a
+row whose thread leaves another control a fair answer reads as one.
+
     python tests/calibration/review_ranking.py                 # the tuned part, one line per row
     python tests/calibration/review_ranking.py --write         # ... and record its figures
     python tests/calibration/review_ranking.py --heldout --write   # the held-out part: figures only
@@ -78,6 +82,11 @@ class Result:
     accepted: bool
     decided: bool  # the review's decision (its target design) is the expert's pick or the acceptable one
     lines: int
+    support: str | None = None  # firm | thin | debatable: the row's writer's rating of its thread
+
+
+#: The ratings, in the order the figures give them.
+SUPPORT = ("firm", "thin", "debatable")
 
 
 def load_rows(paths: Path | tuple[Path, ...]) -> list[dict[str, Any]]:
@@ -118,7 +127,8 @@ def measure_row(row: dict[str, Any], catalog: Any, workdir: Path, *, with_contex
     picks = {row["expert_pick"], *row.get("acceptable", [])}
     accepted, decided = r.rec.top.strategy.id in picks, r.target.strategy.id in picks
     lines = len(render(r, catalog, date=dt.date(2026, 1, 2)).splitlines())
-    return Result(row["id"], fix, position, len(r.findings), r.rec.top.strategy.id, accepted, decided, lines)
+    return Result(row["id"], fix, position, len(r.findings), r.rec.top.strategy.id, accepted, decided, lines,
+                  row.get("support"))
 
 
 def measure(rows: list[dict[str, Any]], catalog: Any, *, with_context: bool = False) -> list[Result]:
@@ -126,27 +136,36 @@ def measure(rows: list[dict[str, Any]], catalog: Any, *, with_context: bool = Fa
         return [measure_row(row, catalog, Path(tmp), with_context=with_context) for row in rows]
 
 
+def _placed(scored: list[Result]) -> dict[str, int]:
+    return {"scored": len(scored), "first": sum(r.position == 1 for r in scored),
+            "first_two": sum(r.position is not None and r.position <= 2 for r in scored)}
+
+
 def figures(results: list[Result]) -> dict[str, Any]:
     scored = [r for r in results if r.real_fix is not None]
     lines = sorted(r.lines for r in results)
-    return {
+    found = {
         "rows": len(results),
-        "scored": len(scored),
-        "first": sum(r.position == 1 for r in scored),
-        "first_two": sum(r.position is not None and r.position <= 2 for r in scored),
+        **_placed(scored),
         "picks_accepted": sum(r.accepted for r in results),
         "decisions_accepted": sum(r.decided for r in results),
         "record_lines": {"median": statistics.median(lines), "max": lines[-1], "over_100": sum(n > 100 for n in lines)},
     }
+    rated = {s: _placed([r for r in scored if r.support == s]) for s in SUPPORT}
+    if any(f["scored"] for f in rated.values()):
+        found["by_support"] = rated
+    return found
 
 
 def summary(name: str, f: dict[str, Any]) -> str:
     n = f["scored"]
     lines = f["record_lines"]
+    rated = "".join(f"; {s}: {g['first']}/{g['first_two']} of {g['scored']}"
+                    for s, g in f.get("by_support", {}).items() if g["scored"])
     return (
         f"{name}: real fix first {f['first']}/{n}, among the first two {f['first_two']}/{n};"
         f" picks accepted {f['picks_accepted']}/{f['rows']}, decisions {f['decisions_accepted']}/{f['rows']}; record lines median {lines['median']:g},"
-        f" max {lines['max']}, over 100: {lines['over_100']}"
+        f" max {lines['max']}, over 100: {lines['over_100']}{rated}"
     )
 
 
@@ -178,7 +197,8 @@ def main(argv: list[str] | None = None) -> int:
         if part == "heldout":  # round N's held-out part: the tuned part holds the N parts before it
             blind = [r for r in recorded.get("blind_rounds", []) if r["round"] != len(TUNED)]
             blind.append({"round": len(TUNED), "rows": found["rows"], "scored": found["scored"],
-                          **{k: found[k] for k in ("first", "first_two", "picks_accepted", "decisions_accepted")}})
+                          **{k: found[k] for k in ("first", "first_two", "picks_accepted", "decisions_accepted")},
+                          **({"by_support": found["by_support"]} if "by_support" in found else {})})
             recorded["blind_rounds"] = sorted(blind, key=lambda r: r["round"])
         FIGURES.write_text(yaml.safe_dump(recorded, sort_keys=False), encoding="utf-8")
         import calibration_docs  # this directory is on sys.path when run as a script

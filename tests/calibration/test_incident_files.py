@@ -45,7 +45,11 @@ SYMPTOMS = {
 NEW_CONTROLS = {"output-durable-before-progress", "planned-kills-deferred", "per-key-ordering"}
 
 REQUIRED = {"id", "topic", "source", "summary", "answers", "expert_pick", "why", "review"}
-OPTIONAL = {"context", "acceptable", "acceptable_why"}
+OPTIONAL = {"context", "acceptable", "acceptable_why", "support"}
+#: How firmly the row's thread supports its real fix and pick, as its writer rated it before any
+#: measure: the thread states the mechanism and the fix (firm), is short or only implies the fix
+#: (thin), or leaves another control a fair answer too (debatable). Rows from round 21 on.
+SUPPORT = {"firm", "thin", "debatable"}
 REVIEW_REQUIRED = {"current", "in_place", "real_fix", "fix_words"}
 REVIEW_OPTIONAL = {"also_first"}
 SLUG = re.compile(r"^[a-z0-9]+(-[a-z0-9]+)*$")
@@ -88,6 +92,8 @@ def row_problems(row: dict[str, Any], vocabulary: dict[str, Any]) -> list[str]:
         text = " ".join(str(row[field]).split())
         if not 40 <= len(text) <= 650 or _sentences(text) > most:
             out.append(f"{rid}: {field} should be 40-650 characters, at most {most} sentences")
+    if "support" in row and row["support"] not in SUPPORT:
+        out.append(f"{rid}: support must be one of {sorted(SUPPORT)}")
     out += _answer_problems(rid, row["answers"], vocabulary["values"])
     strategies = vocabulary["controls"]
     also = row.get("acceptable", [])
@@ -155,6 +161,12 @@ def test_the_held_out_part_is_large_enough_to_measure():
     assert len(scored) >= 20, len(scored)
 
 
+def test_every_held_out_row_says_how_firmly_its_thread_supports_the_fix():
+    """The figures are also given per `support`, so a miss on a debatable row reads as one."""
+    unrated = [r["id"] for r in load_rows(HELDOUT) if r.get("support") not in SUPPORT]
+    assert not unrated, unrated
+
+
 def test_planted_bad_rows_are_caught(vocabulary):
     """Each mistake a row can make is reported, so a green run means the files really comply."""
     good = load_rows(HELDOUT)[0]
@@ -188,6 +200,7 @@ def test_planted_bad_rows_are_caught(vocabulary):
         "missing field": planted(why=KeyError),
         "bad source": planted(source="see the forum"),
         "hedged picks": planted(acceptable=["checkpoint", "state-machine"]),
+        "unknown support": planted(support="solid"),
     }
     missed = [name for name, row in bad_rows.items() if not row_problems(row, vocabulary)]
     assert not missed, f"planted mistakes not reported: {missed}"
