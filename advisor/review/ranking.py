@@ -61,9 +61,9 @@ class Likelihood:
         return self.score - PRECEDENT_WEIGHT * self.share - RESEMBLANCE_WEIGHT * self.words.score
 
     @property
-    def by_answers(self) -> float:
-        """What the answers say: the rules and the past incidents with answers like these, without
-        the context's resemblance (a description alone never adds a finding the answers leave open)."""
+    def by_rules_and_precedents(self) -> float:
+        """The rules and the past incidents like these answers, without the context's resemblance:
+        a description alone never makes a finding of a control the answers leave open."""
         return self.score - RESEMBLANCE_WEIGHT * self.words.score
 
 
