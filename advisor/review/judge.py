@@ -134,7 +134,8 @@ def _listed(
     """(the findings' controls in order, with their likelihoods; the undecided ones left out)."""
     ranked = rank(open_, states, seen, answers, catalog, current)
     undecided = tuple(
-        c for c, found in ranked if states[c.id] == "unknown" and depends_on_unanswered(c, answers) and found.by_rules_and_precedents <= 0
+        c for c, found in ranked
+        if states[c.id] == "unknown" and depends_on_unanswered(c, answers) and found.by_rules_and_precedents <= 0
     )
     return [(c, found) for c, found in ranked if c not in undecided], undecided
 
