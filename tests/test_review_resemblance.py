@@ -6,7 +6,10 @@ from __future__ import annotations
 
 import datetime as dt
 
+import yaml
+
 from advisor.model.answers import CurrentDesign
+from advisor.model.loader import load_catalog
 from advisor.review.judge import decision_record, review
 from advisor.review.ranking import PRECEDENT_WEIGHT, RESEMBLANCE_WEIGHT
 from advisor.review.resemblance import resemblances, words
@@ -47,6 +50,21 @@ def test_the_resemblance_adds_its_weight_to_the_finding(catalog):
     for f in told.findings:  # rules with `words` may add more; the resemblance is never lost
         gained = RESEMBLANCE_WEIGHT * near[f.control.id].score if f.control.id in near else 0.0
         assert f.score >= before[f.control.id] + gained - 1e-9
+
+
+def test_a_control_with_more_cases_is_not_diluted_by_them(catalog, catalog_copy):
+    """The closest of a control's wordings counts: a case about something else (here a long one
+    about invoices) leaves a description of the control's own failure as close as it was."""
+    path = catalog_copy / "idempotent-retry.yaml"
+    data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    lease = next(c for c in data["controls"] if c["id"] == "lease-longer-than-run")
+    lease.setdefault("cases", []).append({"when": {"duplicate_cost": ["unacceptable"]},
+                                          "why": "Invoices, ledgers, statements and remittances " * 6,
+                                          "fix": "Reconcile the invoices against the ledger every night. " * 4})
+    path.write_text(yaml.safe_dump(data, sort_keys=False), encoding="utf-8")
+    text = DESCRIBED["lease-longer-than-run"]
+    before, after = resemblances(text, catalog), resemblances(text, load_catalog(catalog_copy))
+    assert after["lease-longer-than-run"].score >= before["lease-longer-than-run"].score - 1e-9
 
 
 def test_the_record_quotes_only_words_the_team_wrote(catalog):

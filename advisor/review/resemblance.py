@@ -1,7 +1,8 @@
 """How closely the team's own words describe what a control guards against.
 
 The `context:` text is compared, word by word, with each control's own text in the catalog (its
-question, why and fix, with their cases): TF-IDF over those texts, so a word every control uses
+question, why and fix, alone and with each of its cases: the closest wording counts, so a control
+with many cases is not diluted by them): TF-IDF over those texts, so a word every control uses
 ("task", "key") weighs little and one only a few use ("lease", "rename", "offset") weighs
 much. No past incident is read: it works for a control no incident has named yet, and what it
 says is checkable — the record quotes the shared words.
@@ -48,13 +49,14 @@ NONE = Resemblance(0.0, ())
 
 
 def _texts(catalog: Catalog) -> tuple[tuple[str, str], ...]:
-    """Each control id with all its text, over every strategy that declares it."""
-    by_id: dict[str, list[str]] = {}
+    """Each control's wordings, over every strategy that declares it: its own text (question, why,
+    fix), and that text with each case's why and fix."""
+    out = []
     for sid in catalog.strategy_ids:
         for c in catalog.strategy(sid).controls:
-            parts = [c.question, c.why, c.fix] + [t for case in c.cases for t in (case.why or "", case.fix or "")]
-            by_id.setdefault(c.id, []).extend(parts)
-    return tuple((cid, " ".join(parts)) for cid, parts in by_id.items())
+            own = " ".join([c.question, c.why, c.fix])
+            out += [(c.id, own)] + [(c.id, " ".join([own, case.why or "", case.fix or ""])) for case in c.cases]
+    return tuple(out)
 
 
 def _unit(counts: Mapping[str, int], idf: Mapping[str, float]) -> dict[str, float]:
@@ -64,23 +66,26 @@ def _unit(counts: Mapping[str, int], idf: Mapping[str, float]) -> dict[str, floa
 
 
 @lru_cache(maxsize=4)
-def _model(texts: tuple[tuple[str, str], ...]) -> tuple[dict[str, float], dict[str, dict[str, float]]]:
-    docs = {cid: Counter(words(text)) for cid, text in texts}
-    df = Counter(w for counts in docs.values() for w in counts)
-    idf = {w: math.log((len(docs) + 1) / (n + 0.5)) for w, n in df.items()}
-    return idf, {cid: _unit(counts, idf) for cid, counts in docs.items()}
+def _model(texts: tuple[tuple[str, str], ...]) -> tuple[dict[str, float], tuple[tuple[str, dict[str, float]], ...]]:
+    """(IDF over the controls — one document each, all its wordings together —, each wording's vector)."""
+    by_control: dict[str, Counter[str]] = {}
+    for cid, text in texts:
+        by_control.setdefault(cid, Counter()).update(words(text))
+    df = Counter(w for counts in by_control.values() for w in counts)
+    idf = {w: math.log((len(by_control) + 1) / (n + 0.5)) for w, n in df.items()}
+    return idf, tuple((cid, _unit(Counter(words(text)), idf)) for cid, text in texts)
 
 
 def resemblances(context: str, catalog: Catalog) -> dict[str, Resemblance]:
     """Control id → how closely ``context`` describes what that control guards against."""
     if not context.strip():
         return {}
-    idf, controls = _model(_texts(catalog))
+    idf, wordings = _model(_texts(catalog))
     mine = _unit(Counter(words(context)), idf)
-    found = {}
-    for cid, vec in controls.items():
+    found: dict[str, Resemblance] = {}
+    for cid, vec in wordings:
         parts = sorted(((x * vec[w], w) for w, x in mine.items() if w in vec), reverse=True)
-        if parts:
-            quoted = tuple(w for _, w in parts if idf[w] >= _QUOTED_IDF)[:3]
-            found[cid] = Resemblance(sum(p for p, _ in parts), quoted)
+        score = sum(p for p, _ in parts)
+        if parts and (cid not in found or score > found[cid].score):  # the closest wording counts
+            found[cid] = Resemblance(score, tuple(w for _, w in parts if idf[w] >= _QUOTED_IDF)[:3])
     return found
