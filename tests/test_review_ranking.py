@@ -162,6 +162,19 @@ def test_a_retry_storm_in_the_teams_words_puts_bounded_retries_first(catalog):
     assert first(catalog, answers, "idempotent-retry") != "bounded-retries"
 
 
+def test_a_claim_held_by_a_dead_worker_is_worded_as_one_that_outlives_it(catalog):
+    """The lease ranks for both ways a claim fails, and the finding says the one the team saw: a
+    task stuck under a dead worker's claim, or a second run started while the first still ran."""
+    def lease(answers):
+        r = review(answers, catalog, current=CurrentDesign("idempotent-retry"))
+        return next(f.control for f in r.findings if f.control.id == "lease-longer-than-run")
+
+    stuck = lease({"symptoms": "stuck_unit", "trigger": "crash", "recovery_point_found": "held_by_dead", "workers": "many"})
+    assert "outlives its worker" in stuck.why and "heartbeat" in stuck.fix and "two runs" not in stuck.why
+    twice = lease({"symptoms": "duplicate_effect", "trigger": "still_running", "workers": "many"})
+    assert "two runs and two effects" in twice.why and "outlives" not in twice.why
+
+
 # --- the two tracks ----------------------------------------------------------------------------
 
 
