@@ -21,6 +21,7 @@ from advisor.tui.screens.review_current import CurrentStrategyScreen
 from advisor.tui.screens.review_findings import FindingsScreen, findings_part
 from advisor.tui.screens.review_symptoms import SymptomsScreen
 from advisor.tui.screens.welcome import WelcomeScreen
+from pinned_catalog import first_round_catalog  # tests/ is on sys.path (conftest.py)
 
 BATCH = {"recovery_point_store": "database", "acceptable_loss": "one_batch", "duration": "hours",
          "work_shape": "record_batch", "workers": "many"}  # fmt: skip
@@ -225,10 +226,11 @@ def test_the_main_walkthrough_leaves_the_evidence_to_the_review(catalog: Catalog
     assert not {"symptoms", "trigger", "engine_owner"} & set(asked) and "broker" in asked
 
 
-def test_a_close_call_sends_the_team_to_the_answer_that_tells_the_two_apart(catalog: Catalog, tmp_path: Path) -> None:
+def test_a_close_call_sends_the_team_to_the_answer_that_tells_the_two_apart(tmp_path: Path) -> None:
     """Work lost on a checkpoint job: committing results with the position and recording more often
     are a close call; `t` goes back to what the recorded progress said, and the answer the record
     names for finding 2 puts it first."""
+    catalog = first_round_catalog()  # a close call must not move when a calibration round adds past incidents
     answers = {**BATCH, "workers": "many", "symptoms": "work_lost"}
 
     async def walk() -> None:
@@ -252,10 +254,11 @@ def test_a_close_call_sends_the_team_to_the_answer_that_tells_the_two_apart(cata
     asyncio.run(walk())
 
 
-def test_a_close_call_on_a_repeated_call_sends_the_team_to_the_copies_identifiers(catalog: Catalog, tmp_path: Path) -> None:
+def test_a_close_call_on_a_repeated_call_sends_the_team_to_the_copies_identifiers(tmp_path: Path) -> None:
     """A call to a plain service went out twice around a crash: looking before calling again and a
     key on the effect are a close call; `t` goes to how the two copies were identified, and the
     answer the record names for finding 2 (the same id on both) puts the key first."""
+    catalog = first_round_catalog()  # a close call must not move when a calibration round adds past incidents
     answers = {"external_effects": "plain_api", "symptoms": "duplicate_effect", "trigger": "crash"}
 
     async def walk() -> None:

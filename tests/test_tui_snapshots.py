@@ -8,15 +8,11 @@ fixed, so the pictures are the same on every run and machine.
 from __future__ import annotations
 
 import datetime as dt
-from dataclasses import replace
-from functools import cache
 from pathlib import Path
 
-import yaml
-
-from advisor.model.loader import load_catalog
 from advisor.tui.app import AdvisorApp, make_app
 from advisor.tui.screens.drill import DrillScreen
+from pinned_catalog import first_round_catalog  # tests/ is on sys.path (conftest.py)
 
 FIXED_DAY = dt.date(2026, 1, 15)
 BATCH = {"work_shape": "record_batch", "duration": "hours", "acceptable_loss": "one_batch",
@@ -41,20 +37,8 @@ DRILL_EVENTS = [
 ]
 
 
-@cache
-def catalog():  # type: ignore[no-untyped-def]
-    """The bundled catalog with the past incidents of the first calibration round only: the review's
-    findings name the closest ones, and every later round adds more; the pictures must not move."""
-    bundled = load_catalog()
-    first = Path(__file__).resolve().parent / "calibration" / "review_tuned.yaml"
-    ids = {row["id"] for row in yaml.safe_load(first.read_text(encoding="utf-8"))["incidents"]}
-    kept = tuple(p for p in bundled.evidence.precedents if p.id in ids)
-    assert kept, "the first calibration round's incidents are past incidents"
-    return replace(bundled, evidence=replace(bundled.evidence, precedents=kept))
-
-
 def app(answers: dict[str, str] | None = None) -> AdvisorApp:
-    return make_app(answers=answers, workdir=Path("."), blink=False, today=FIXED_DAY, catalog=catalog())
+    return make_app(answers=answers, workdir=Path("."), blink=False, today=FIXED_DAY, catalog=first_round_catalog())
 
 
 def test_welcome(snap_compare) -> None:  # type: ignore[no-untyped-def]
