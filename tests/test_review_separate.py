@@ -18,12 +18,19 @@ CALIBRATION = Path(__file__).resolve().parent / "calibration"
 REDONE = {"recovery_point_store": "database", "work_shape": "record_batch", "symptoms": "redone_from_zero"}
 
 
+def rules_alone(catalog):
+    """The bundled catalog without its past incidents: every calibration round adds some, and the
+    close calls these tests walk through are the rules' own."""
+    return replace(catalog, evidence=replace(catalog.evidence, precedents=()))
+
+
 def firsts(catalog, answers, current):
     r = review(answers, catalog, current=CurrentDesign(current))
     return [f.control.id for f in r.findings[:2]], r
 
 
 def test_a_close_call_names_what_would_tell_the_two_apart(catalog):
+    catalog = rules_alone(catalog)
     (one, two), r = firsts(catalog, REDONE, "checkpoint")
     assert {one, two} == {"resumes-from-latest", "checkpoint-by-time-and-count"}
     found = {s.question: s for s in r.separators}
@@ -37,12 +44,14 @@ def test_a_close_call_names_what_would_tell_the_two_apart(catalog):
 
 
 def test_an_answered_question_is_never_suggested(catalog):
+    catalog = rules_alone(catalog)
     given = {**REDONE, "recovery_point_found": "little_or_none", "trigger": "crash"}
     _, r = firsts(catalog, given, "checkpoint")
     assert all(s.question not in given for s in r.separators)
 
 
 def test_a_clear_lead_is_no_close_call(catalog):
+    catalog = rules_alone(catalog)
     clear = {**REDONE, "recovery_point_found": "not_read"}
     (one, _), r = firsts(catalog, clear, "checkpoint")
     assert one == "resumes-from-latest" and r.separators == ()
@@ -64,9 +73,7 @@ def test_a_repeated_effect_can_be_told_apart_by_its_copies_identifiers(catalog):
     point at looking before calling again, copies of one input's id at a key on the effect; the
     question is never offered when nothing happened twice."""
     charged = {"external_effects": "plain_api", "symptoms": "duplicate_effect", "trigger": "crash"}
-    # The evidence rules alone: the past incidents grow every calibration round and may widen
-    # the lead until it is no close call, which is not what this test is about.
-    catalog = replace(catalog, evidence=replace(catalog.evidence, precedents=()))
+    catalog = rules_alone(catalog)
     (one, two), r = firsts(catalog, charged, "idempotent-retry")
     assert (one, two) == ("intent-before-call", "unique-key-with-effect")
     copies = {s.question: s for s in r.separators}.get("duplicate_ids")
