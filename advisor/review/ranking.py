@@ -55,12 +55,6 @@ class Likelihood:
     words: Resemblance = NONE  # how closely the team's context describes what it guards against
 
     @property
-    def by_rules(self) -> float:
-        """The evidence rules' part alone: past incidents and the context's resemblance never make a
-        control matter by themselves."""
-        return self.score - PRECEDENT_WEIGHT * self.share - RESEMBLANCE_WEIGHT * self.words.score
-
-    @property
     def by_rules_and_precedents(self) -> float:
         """The rules and the past incidents like these answers, without the context's resemblance:
         a description alone never makes a finding of a control the answers leave open."""
