@@ -144,7 +144,7 @@ def test_the_record_says_when_past_incidents_alone_order_the_quiet_findings(cata
             for i, fix in enumerate(fixes)]
     answers = {"symptoms": "stuck_unit", "trigger": "crash", "workers": "many"}
     text = decision_record(answers, _catalog(catalog_copy, rows), current=CurrentDesign("checkpoint"), date=DAY)
-    assert "nothing you saw points at them; listed by the past incidents most like yours, then in the order" in text
+    assert "nothing you saw points at them; listed by the past incidents (the most like yours, and all of them counted answer by answer), then in the order" in text
     assert "Ranked by what you saw (a unit stuck), when it happened (a crash" in text
     (catalog_copy / "precedents.yaml").unlink()
     bare = decision_record(answers, load_catalog(catalog_copy), current=CurrentDesign("checkpoint"), date=DAY)

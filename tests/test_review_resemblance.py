@@ -11,7 +11,7 @@ import yaml
 from advisor.model.answers import CurrentDesign
 from advisor.model.loader import load_catalog
 from advisor.review.judge import decision_record, review
-from advisor.review.ranking import PRECEDENT_WEIGHT, RESEMBLANCE_WEIGHT
+from advisor.review.ranking import PRECEDENT_WEIGHT, RESEMBLANCE_WEIGHT, TALLY_WEIGHT
 from advisor.review.resemblance import resemblances, words
 
 LOST = {"symptoms": "work_lost,slow_recovery"}
@@ -87,7 +87,8 @@ def test_no_context_and_unrelated_words_change_nothing(catalog):
 
 def test_words_alone_never_make_a_control_matter(catalog):
     """by_rules_and_precedents, which decides whether a control that hangs on an open question is a
-    finding, leaves out the context's resemblance: however the context reads, it adds none."""
+    finding, leaves out the context's resemblance (and the tally of every past incident): however the
+    context reads, it adds none."""
     from advisor.review.ranking import rank, symptoms_seen
 
     strategy = catalog.strategy("idempotent-retry")
@@ -96,4 +97,5 @@ def test_words_alone_never_make_a_control_matter(catalog):
     for control, found in rank(strategy.controls, {}, seen, answers, catalog, "idempotent-retry"):
         rules = sum(w for _, w in found.rules)
         assert abs(found.by_rules_and_precedents - rules - PRECEDENT_WEIGHT * found.share) < 1e-9, control.id
-        assert abs(found.score - rules - PRECEDENT_WEIGHT * found.share - RESEMBLANCE_WEIGHT * found.words.score) < 1e-9
+        assert abs(found.score - rules - PRECEDENT_WEIGHT * found.share - TALLY_WEIGHT * found.tally.share
+                   - RESEMBLANCE_WEIGHT * found.words.score) < 1e-9

@@ -6,22 +6,16 @@ from __future__ import annotations
 
 import datetime as dt
 import sys
-from dataclasses import replace
 from pathlib import Path
 
 from advisor.model.answers import CurrentDesign
 from advisor.review.judge import decision_record, review
+from pinned_catalog import rules_alone  # tests/ is on sys.path (conftest.py)
 
 CALIBRATION = Path(__file__).resolve().parent / "calibration"
 # A restart began again at the start, nothing else said: resuming and recording more often explain
 # it about as well.
 REDONE = {"recovery_point_store": "database", "work_shape": "record_batch", "symptoms": "redone_from_zero"}
-
-
-def rules_alone(catalog):
-    """The bundled catalog without its past incidents: every calibration round adds some, and the
-    close calls these tests walk through are the rules' own."""
-    return replace(catalog, evidence=replace(catalog.evidence, precedents=()))
 
 
 def firsts(catalog, answers, current):

@@ -21,7 +21,7 @@ from advisor.tui.screens.review_current import CurrentStrategyScreen
 from advisor.tui.screens.review_findings import FindingsScreen, findings_part
 from advisor.tui.screens.review_symptoms import SymptomsScreen
 from advisor.tui.screens.welcome import WelcomeScreen
-from pinned_catalog import first_round_catalog  # tests/ is on sys.path (conftest.py)
+from pinned_catalog import rules_alone  # tests/ is on sys.path (conftest.py)
 
 BATCH = {"recovery_point_store": "database", "acceptable_loss": "one_batch", "duration": "hours",
          "work_shape": "record_batch", "workers": "many"}  # fmt: skip
@@ -230,7 +230,7 @@ def test_a_close_call_sends_the_team_to_the_answer_that_tells_the_two_apart(tmp_
     """Work lost on a checkpoint job: committing results with the position and recording more often
     are a close call; `t` goes back to what the recorded progress said, and the answer the record
     names for finding 2 puts it first."""
-    catalog = first_round_catalog()  # a close call must not move when a calibration round adds past incidents
+    catalog = rules_alone()  # the rules' own close call: past incidents can end it
     answers = {**BATCH, "workers": "many", "symptoms": "work_lost"}
 
     async def walk() -> None:
@@ -258,7 +258,7 @@ def test_a_close_call_on_a_repeated_call_sends_the_team_to_the_copies_identifier
     """A call to a plain service went out twice around a crash: looking before calling again and a
     key on the effect are a close call; `t` goes to how the two copies were identified, and the
     answer the record names for finding 2 (the same id on both) puts the key first."""
-    catalog = first_round_catalog()  # a close call must not move when a calibration round adds past incidents
+    catalog = rules_alone()  # the rules' own close call: past incidents can end it
     answers = {"external_effects": "plain_api", "symptoms": "duplicate_effect", "trigger": "crash"}
 
     async def walk() -> None:

@@ -19,6 +19,7 @@ from advisor.model.catalog import (MULTIPLE_SEPARATOR, SYMPTOMS, TRIGGER, Catalo
                                    condition_holds, said_in)
 from advisor.model.precedent import Precedent
 from advisor.review.resemblance import NONE, Resemblance, resemblances
+from advisor.review.tally import Share, shares
 
 
 @dataclass(frozen=True)
@@ -45,7 +46,9 @@ class Seen:
 @dataclass(frozen=True)
 class Likelihood:
     """How well the evidence explains one control's absence: the sum of the rules that raise it,
-    and its share of the most similar past incidents' fixes (times PRECEDENT_WEIGHT)."""
+    its share of the most similar past incidents' fixes (times PRECEDENT_WEIGHT), its share of
+    every past incident counted answer by answer (times TALLY_WEIGHT) and, with a context, how
+    closely the team's words describe it (times RESEMBLANCE_WEIGHT)."""
 
     score: float = 0.0
     rules: tuple[tuple[EvidenceRule, float], ...] = ()  # (rule, its weight here), strongest first
@@ -53,12 +56,14 @@ class Likelihood:
     of: int = 0  # how many similar past incidents were read
     share: float = 0.0  # their part of those incidents, by similarity
     words: Resemblance = NONE  # how closely the team's context describes what it guards against
+    tally: Share = Share(0.0)  # its part of every past incident, counted answer by answer (tally.py)
 
     @property
     def by_rules_and_precedents(self) -> float:
-        """The rules and the past incidents like these answers, without the context's resemblance:
-        a description alone never makes a finding of a control the answers leave open."""
-        return self.score - RESEMBLANCE_WEIGHT * self.words.score
+        """The rules and the past incidents most like these answers, without the context's
+        resemblance or the tally: a description, or a fix's record over all incidents, never
+        makes a finding by itself of a control the answers leave open."""
+        return self.score - RESEMBLANCE_WEIGHT * self.words.score - TALLY_WEIGHT * self.tally.share
 
 
 def symptoms_seen(answers: Mapping[str, str], catalog: Catalog, context: str | None = None) -> Seen:
@@ -96,12 +101,18 @@ NEIGHBOURS = 7
 PRECEDENT_WEIGHT = 3.0
 FEATURE_WEIGHT = {SYMPTOMS: 3.0, TRIGGER: 2.0}
 
+#: A control gains this much times its share of every past incident on any design, counted answer
+#: by answer (tally.py): all of it is worth "a common cause" of evidence.yaml, less than the nearest
+#: incidents, which match a whole profile. Set forward-chained on rounds 10-33 (each round tallied
+#: only from the rounds before it), where 2 to 4 give about the same figures (docs/calibration.md).
+TALLY_WEIGHT = 3.0
+
 #: With a context, a control gains this much times how closely the team's words describe what it
 #: guards against (a cosine, 0..1; advisor/review/resemblance.py): a close description (0.3) is
 #: worth about a consistent rule (weight 1-2). Chosen on the tuned calibration rows, where 4 to 8
 #: give the same figures; a word is weaker evidence than an answer, so it stays below a rule's "usual cause".
 RESEMBLANCE_WEIGHT = 6.0
-#: A resemblance worth less than this many points is not named on the finding's line (noise).
+#: A resemblance or a tally worth less than this many points is not named on the finding's line (noise).
 RESEMBLANCE_SHOWN = 1.0
 
 
@@ -125,7 +136,7 @@ def similar(answers: Mapping[str, str], current: str, catalog: Catalog) -> list[
 
 def likelihood(
     control: Control, seen: Seen, answers: Mapping[str, str], catalog: Catalog,
-    near: Sequence[tuple[float, Precedent]] = (),
+    near: Sequence[tuple[float, Precedent]] = (), tallied: Mapping[str, Share] | None = None,
 ) -> Likelihood:
     fired = []
     for rule in catalog.evidence.rules:
@@ -140,8 +151,9 @@ def likelihood(
     fixed = [(w, p) for w, p in near if p.fix == control.id]
     share = sum(w for w, _ in fixed) / total if total else 0.0
     words = seen.resembles.get(control.id, NONE)
-    return Likelihood(sum(w for _, w in fired) + PRECEDENT_WEIGHT * share + RESEMBLANCE_WEIGHT * words.score,
-                      tuple(fired), tuple(p for _, p in fixed), len(near), share, words)
+    tally = (tallied or {}).get(control.id, Share(0.0))
+    score = sum(w for _, w in fired) + PRECEDENT_WEIGHT * share + TALLY_WEIGHT * tally.share + RESEMBLANCE_WEIGHT * words.score
+    return Likelihood(score, tuple(fired), tuple(p for _, p in fixed), len(near), share, words, tally)
 
 
 def rank(
@@ -156,7 +168,8 @@ def rank(
     the order the strategy declares its controls (its most common gaps come first). ``current``:
     the design the team runs, whose past incidents are compared (None: the rules alone)."""
     near = similar(answers, current, catalog) if current else []
-    scored = [(c, likelihood(c, seen, answers, catalog, near)) for c in controls]
+    tallied = shares(features(answers), current, [c.id for c in controls], catalog.evidence.precedents) if current else {}
+    scored = [(c, likelihood(c, seen, answers, catalog, near, tallied)) for c in controls]
     order = {c.id: i for i, c in enumerate(controls)}
     return sorted(scored, key=lambda item: (status.get(item[0].id) != "no", -item[1].score, order[item[0].id]))
 
@@ -185,6 +198,11 @@ def _symptom_words(rule: EvidenceRule, seen: Seen, catalog: Catalog) -> list[str
     return words
 
 
+def _answer_words(token: str) -> str:
+    """A tally's answer as the record says it: "`symptoms=work_lost` with `trigger=planned_stop`"."""
+    return " with ".join(f"`{part}`" for part in token.split("*"))
+
+
 def why_ranked(
     position: int, status: str, found: Likelihood, seen: Seen, answers: Mapping[str, str], catalog: Catalog
 ) -> str:
@@ -194,7 +212,8 @@ def why_ranked(
     if position > len(ORDINALS):  # below the top three, a weak reason from the answers alone is noise
         rules = tuple((r, w) for r, w in rules if r.symptoms or w >= 3)
     said = found.words.shared if RESEMBLANCE_WEIGHT * found.words.score >= RESEMBLANCE_SHOWN else ()
-    if not rules and ((not found.precedents and not said) or position > len(ORDINALS)):
+    telling = found.tally.telling if TALLY_WEIGHT * found.tally.share >= RESEMBLANCE_SHOWN else ""
+    if not rules and ((not found.precedents and not said and not telling) or position > len(ORDINALS)):
         # Missing (its label says so) or unexplained (the record names those together); past
         # incidents or the context's words alone explain only a finding near the top (a line each
         # for the rest is noise).
@@ -216,5 +235,7 @@ def why_ranked(
     if found.precedents:
         parts.append(f"the fix in {len(found.precedents)} of the {found.of} past incidents most like"
                      f" these answers ({found.precedents[0].link})")
+    if telling:
+        parts.append(f"all past incidents, answer by answer, favour it (most: {_answer_words(telling)})")
     lead = "you marked it missing, and " if status == "no" else ""
     return f"{head}: {lead}" + "; ".join(parts) + "."

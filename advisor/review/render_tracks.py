@@ -71,7 +71,7 @@ def _unexplained_line(r: Review) -> list[str]:
     if not quiet or not (r.seen.symptoms or any(f.ranked for f in r.findings)):
         return []
     # A quiet finding with a score owes it to past incidents alone (a rule that holds says so).
-    order = ("by the past incidents most like yours, then " if any(f.score > 0 for f in quiet) else "") + \
+    order = ("by the past incidents (the most like yours, and all of them counted answer by answer), then " if any(f.score > 0 for f in quiet) else "") + \
         "in the order the strategy declares its controls"
     return [f"{numbers(quiet)[0].upper()}{numbers(quiet)[1:]}: nothing you saw points at {'them' if len(quiet) > 1 else 'it'};"
             f" listed {order}."]

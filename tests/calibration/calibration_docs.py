@@ -234,14 +234,16 @@ def learned_lines() -> list[str]:
         return []
     n = learned["rows"]
     return ["", f"Do the answers hold more than the rules take from them? `tests/calibration/learned_ranking.py` ranks "
-                f"each round's rows (rounds 2 to {learned.get('last_round', 20)}, each an earlier round's held-out part) with a naive Bayes model fitted only on the "
+                f"each round's rows (rounds 2 to {learned.get('last_round', 20)}, each an earlier round's held-out part) with the review's tally alone "
+                f"(every past incident counted answer by answer, a naive Bayes model: advisor/review/tally.py) of the "
                 f"rounds before it, from the same answers: the real fix first in {learned['first']} of {n} "
                 f"({learned['first'] / n:.0%}) and among the first two in {learned['first_two']} "
                 f"({learned['first_two'] / n:.0%}); the hand-written rules, measured when those rows were held out, "
                 f"{learned['rules_first']} ({learned['rules_first'] / n:.0%}) and {learned['rules_first_two']} "
-                f"({learned['rules_first_two'] / n:.0%}). A model fitted to the rows does no better than the rules: "
-                "more can come only from what the answers say, not from how the rules use them (hence the "
-                f"`recovery_point_found` question of round 21; measured {learned['measured']})."]
+                f"({learned['rules_first_two'] / n:.0%}). Alone it does no better than the rules: "
+                "more can come mostly from what the answers say, not from how the rules use them (hence the "
+                "`recovery_point_found` question of round 21); added to the rules and the nearest past incidents at a small "
+                f"weight, since round 34, it breaks some of their ties (below; measured {learned['measured']})."]
 
 
 #: The review's target on held-out incidents: 8 of 10 first, 9 of 10 among the first two.

@@ -3,64 +3,41 @@
 The review's ranking rules (strategies/evidence.yaml) were written by hand, round after round,
 and each round's held-out part was measured once with the rules of that time (review_figures.yaml,
 ``blind_rounds``). This script asks whether the answers carry more than the rules take from them.
-For each round N from 2 to the last it fits a small naive Bayes model (answer values, and each symptom
-paired with the trigger, the current design and a few traits, counted per real fix) on the rows of
-the rounds before N only, ranks each row of round N's part (as it stood when it was held out)
-among the findings the review gives that row, and counts where the real fix lands. It is a check on
-the rules, never a part of the advisor: nothing here changes a ranking.
+For each round N from 2 to the last it counts the rows of the rounds before N only, answer by
+answer (the review's own tally, advisor/review/tally.py: naive Bayes over each answer, and each
+symptom paired with the trigger, the current design and a few traits), ranks each row of round N's
+part (as it stood when it was held out) among the findings the review gives that row by that tally
+alone, and counts where the real fix lands. Since 2026-12-06 the review adds the same tally, at a
+small weight, to its rules and nearest past incidents; here it is measured alone, against the
+rules' figures recorded when each round was held out.
 
     python tests/calibration/learned_ranking.py           # the figures
     python tests/calibration/learned_ranking.py --write   # ... recorded for docs/calibration.md
 
 It reads only the tuned part's rounds (the held-out part stays unopened) and prints, per round and
-over all of them, the learned model's "first" and "among the first two" beside the rules' figures
+over all of them, the tally's "first" and "among the first two" beside the rules' figures
 recorded when that round was held out.
 """
 
 from __future__ import annotations
 
 import datetime as dt
-import math
 import sys
 import tempfile
-from collections import Counter, defaultdict
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
 import yaml
 
+from advisor.review import tally
+
 HERE = Path(__file__).resolve().parent
-#: Smoothing of the counts (fixed before any figure was seen; 0.1 and 1.0 move the totals by a row or two).
-ALPHA = 0.3
-#: Traits each symptom is paired with: what happened means something else in another design.
-PAIRED = ("trigger", "current", "work_shape", "broker", "recovery_point_store", "outputs", "external_effects")
 
 
-def tokens(answers: dict[str, Any], current: str) -> list[str]:
-    seen = [f"current={current}"] + [f"{key}={value}" for key, values in answers.items()
-                                      for value in (values if isinstance(values, list) else [values])]
-    traits = {**answers, "current": current}
-    return seen + [f"{symptom}*{key}={traits[key]}" for symptom in answers.get("symptoms", [])
-                   for key in PAIRED if key in traits]
-
-
-class Model:
-    """Per real fix: how often it was the fix, and how often each token came with it."""
-
-    def __init__(self, rows: list[dict[str, Any]]) -> None:
-        self.fixes: Counter[str] = Counter()
-        self.seen: dict[str, Counter[str]] = defaultdict(Counter)
-        vocabulary: set[str] = set()
-        for row in rows:
-            self.fixes[row["fix"]] += 1
-            self.seen[row["fix"]].update(row["tokens"])
-            vocabulary.update(row["tokens"])
-        self.size = len(vocabulary) + 1
-
-    def score(self, fix: str, row_tokens: list[str]) -> float:
-        total = sum(self.seen[fix].values())
-        prior = math.log((self.fixes[fix] + ALPHA) / (sum(self.fixes.values()) + ALPHA * (len(self.fixes) + 1)))
-        return prior + sum(math.log((self.seen[fix][t] + ALPHA) / (total + ALPHA * self.size)) for t in row_tokens)
+def pairs(answers: dict[str, Any]) -> list[tuple[str, str]]:
+    """A row's answers as (question, value) pairs, one per value of a list."""
+    return [(key, value) for key, values in answers.items() for value in (values if isinstance(values, list) else [values])]
 
 
 def rows_by_round() -> dict[int, list[dict[str, Any]]]:
@@ -85,12 +62,13 @@ def rows_by_round() -> dict[int, list[dict[str, Any]]]:
                 found.setdefault(number, []).append({
                     "fix": fix, "wanted": {fix, *row["review"].get("also_first", [])},
                     "findings": [f.control.id for f in r.findings],
-                    "tokens": tokens(row["answers"], row["review"]["current"])})
+                    "tokens": tally.tokens(pairs(row["answers"]), row["review"]["current"]),
+                    "incident": (pairs(row["answers"]), row["review"]["current"], fix)})
     return found
 
 
-def position(model: Model, row: dict[str, Any]) -> int | None:
-    ranked = sorted(row["findings"], key=lambda fix: -model.score(fix, row["tokens"]))
+def position(model: tally.Counts, row: dict[str, Any]) -> int | None:
+    ranked = sorted(row["findings"], key=lambda fix: -model.log_odds(fix, row["tokens"]))
     return next((i for i, fix in enumerate(ranked, 1) if fix in row["wanted"]), None)
 
 
@@ -100,7 +78,7 @@ def main(argv: list[str]) -> int:
     totals = Counter()
     print("round  rows  learned first / first two   rules when held out: first / first two")
     for number in sorted(rounds)[1:]:
-        model = Model([row for n, rows in rounds.items() if n < number for row in rows])
+        model = tally.count(row["incident"] for n, rows in rounds.items() if n < number for row in rows)
         places = [position(model, row) for row in rounds[number]]
         first, two = sum(p == 1 for p in places), sum(p is not None and p <= 2 for p in places)
         rules = recorded.get(number - 1, {})  # round N's rows were round N-1's held-out part
