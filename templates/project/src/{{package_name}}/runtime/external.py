@@ -139,7 +139,12 @@ HOLD_MAX_S = 10.0
 SELECT_SLOW = "SELECT name, value FROM config WHERE name IN (?, 'slow_until', 'slow_answer')"
 TAKE_SLOW = "DELETE FROM config WHERE name = ?"
 SET_CONFIG = "INSERT OR REPLACE INTO config (name, value) VALUES (?, ?)"
-SELECT_LAST_APPLY = "SELECT outcome FROM calls WHERE kind = 'apply' ORDER BY rowid DESC LIMIT 1"
+#: A burst's refused call whose caller has not got through since ('refused:<record>:<step>'), set
+#: when the refusal is taken and cleared when a call for that record and step gets through. With
+#: several workers, the latest call getting through says nothing of another caller still retrying.
+SET_REFUSED = "INSERT OR REPLACE INTO config (name, value) VALUES ('refused:' || ? || ':' || ?, '1')"
+CLEAR_REFUSED = "DELETE FROM config WHERE name = 'refused:' || ? || ':' || ?"
+SELECT_REFUSED = "SELECT 1 FROM config WHERE name LIKE 'refused:%' LIMIT 1"
 
 
 class ExternalService:
@@ -176,14 +181,14 @@ class ExternalService:
         self.failure_rate = rate
 
     def faults_settled(self) -> bool:
-        """No scheduled fault left to take, and the latest apply got through: a new burst of
-        faults now cannot stack onto the last one (one call never meets more than one burst)."""
+        """No scheduled fault left to take, and every refused call has since got through: a new
+        burst of faults now cannot stack onto the last one (one call never meets more than one
+        burst; a correct project's retries of one call ride out one burst, not two in a row)."""
         if self.conn.execute(SELECT_SCHEDULED).fetchone() is not None:
             return False
         if self.conn.execute(SELECT_HOLD).fetchone() is not None:
             return False  # a held refusal not yet taken or released
-        last = self.conn.execute(SELECT_LAST_APPLY).fetchone()
-        return last is None or last[0] in ("applied", "duplicate")
+        return self.conn.execute(SELECT_REFUSED).fetchone() is None  # every refused caller got through since
 
     def schedule_faults(self, *, fail: int = 0, timeout: int = 0, hold: bool = False) -> None:
         """The drill's nemesis: refuse the next ``fail`` calls; apply the ``timeout`` after
@@ -240,6 +245,7 @@ class ExternalService:
             fault = self._scheduled_fault()
             if fault == "fail_next":  # refused before anything is applied
                 self.conn.execute(INSERT_CALL, (key, record_id, step, "apply", "failed", pid, now))
+                self.conn.execute(SET_REFUSED, (record_id, step))
                 held = self.conn.execute(TAKE_HOLD).rowcount == 1
                 self.conn.execute("COMMIT")
                 if held:
@@ -255,6 +261,7 @@ class ExternalService:
             outcome = "duplicate" if seen else "applied"
             logged = "timeout" if fault == "timeout_next" else outcome
             self.conn.execute(INSERT_CALL, (key, record_id, step, "apply", logged, pid, now))
+            self.conn.execute(CLEAR_REFUSED, (record_id, step))
         except BaseException:
             if self.conn.in_transaction:
                 self.conn.execute("ROLLBACK")
