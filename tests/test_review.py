@@ -457,3 +457,16 @@ def test_a_plain_calls_unique_key_is_claimed_before_the_call_not_shared_with_its
     rows = {**emails, "external_effects": "none", "recovery_point_store": "database"}
     found = {f.control.id: f.control for f in review(rows, catalog, current="idempotent-retry").findings}
     assert "same transaction as the effect" in found["unique-key-with-effect"].fix
+
+
+def test_the_considered_options_are_listed_in_rank_order(catalog):
+    """Entity changes on a checkpoint job: the current design ranks below the options that share the
+    "Further down" line, which stands at its first option's rank, before the current design."""
+    answers = {"symptoms": "work_lost", "work_shape": "entity_changes", "ordering": "per_key",
+               "inbound_duplicates": "possible"}
+    options = section(record(catalog, answers, current=CurrentDesign("checkpoint")), "## Considered options")
+    numbers = [int(line.split(".", 1)[0]) for line in options.splitlines() if re.match(r"\d+\. ", line)]
+    assert any("Further down" in line for line in options.splitlines()), options
+    assert numbers == sorted(numbers) and len(set(numbers)) == len(numbers), options
+    assert numbers[-1] == [x.strategy.id for x in review(answers, catalog, current=CurrentDesign("checkpoint")).rec.ranking
+                           ].index("checkpoint") + 1, options

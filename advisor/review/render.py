@@ -126,10 +126,14 @@ def render(
     full = {x.strategy.id for x in rec.ranking[:2]} | {current_id, r.target.strategy.id}
     further = [x for x in listed if x.strategy.id not in full]
     further = further if len(further) > 1 else []
-    out += [_option_line(i, ranked, r) for i, ranked in enumerate(listed, 1) if ranked not in further]
+    # Each line at its rank: the shared line where its first option ranks (the current design may
+    # rank below the options it shares).
+    lines = [(i, _option_line(i, ranked, r)) for i, ranked in enumerate(listed, 1) if ranked not in further]
     if further:
-        out.append(f"{len(listed) - len(further) + 1}. Further down: " + " ".join(
-            f"**{x.strategy.name}** (`{x.strategy.id}`, score {x.score:g}) — {_why_lower(x, r)}" for x in further))
+        first = listed.index(further[0]) + 1
+        lines.append((first, f"{first}. Further down: " + " ".join(
+            f"**{x.strategy.name}** (`{x.strategy.id}`, score {x.score:g}) — {_why_lower(x, r)}" for x in further)))
+    out += [line for _, line in sorted(lines, key=lambda item: item[0])]
     if ruled:
         out += ["", "Ruled out by these answers: " + " ".join(
             f"**{x.strategy.name}** (`{x.strategy.id}`): {(x.ruled_out[0])}" for x in ruled
