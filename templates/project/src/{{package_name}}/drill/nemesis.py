@@ -284,7 +284,8 @@ class Nemesis(Resubmitting):
                 return None  # the last burst is still being taken: later
             if counts.get("fail"):
                 self.calls_at_refusals = self.progress.calls()  # before: the first refusal can be at once
-            service.schedule_faults(**counts, hold=bool(event.get("hold")))
+            gives_up = getattr(self.strategy, "CALL_ATTEMPTS", None)  # its attempts at one call, if it stops
+            service.schedule_faults(**counts, hold=bool(event.get("hold")), cap=gives_up - 1 if gives_up else None)
         finally:
             service.close()
         self.history.add("fault", event=event["n"], kind=event["kind"], calls=event["calls"], done=done)

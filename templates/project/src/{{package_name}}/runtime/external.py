@@ -85,6 +85,8 @@ CREATE TABLE IF NOT EXISTS effects (
 -- Finding an effect by its key or reference (the idempotent kind's dedupe, the
 -- queryable kind's lookup). Not unique: a queryable or plain service applies every call.
 CREATE INDEX IF NOT EXISTS effects_by_reference ON effects (idempotency_key);
+-- A record's calls (the drill's refusal cap counts one caller's attempts in a row).
+CREATE INDEX IF NOT EXISTS calls_by_record ON calls (record_id, step);
 -- What the service was told to do (set_failure_rate), for every process.
 CREATE TABLE IF NOT EXISTS config (
     name  TEXT PRIMARY KEY,
@@ -139,12 +141,17 @@ HOLD_MAX_S = 10.0
 SELECT_SLOW = "SELECT name, value FROM config WHERE name IN (?, 'slow_until', 'slow_answer')"
 TAKE_SLOW = "DELETE FROM config WHERE name = ?"
 SET_CONFIG = "INSERT OR REPLACE INTO config (name, value) VALUES (?, ?)"
-#: A burst's refused call whose caller has not got through since ('refused:<record>:<step>'), set
-#: when the refusal is taken and cleared when a call for that record and step gets through. With
-#: several workers, the latest call getting through says nothing of another caller still retrying.
-SET_REFUSED = "INSERT OR REPLACE INTO config (name, value) VALUES ('refused:' || ? || ':' || ?, '1')"
-CLEAR_REFUSED = "DELETE FROM config WHERE name = 'refused:' || ? || ':' || ?"
-SELECT_REFUSED = "SELECT 1 FROM config WHERE name LIKE 'refused:%' LIMIT 1"
+SELECT_LAST_APPLY = "SELECT outcome FROM calls WHERE kind = 'apply' ORDER BY rowid DESC LIMIT 1"
+#: How many of a design's attempts at one call the drill's faults may spend ('refusal_cap': the
+#: strategy's CALL_ATTEMPTS less one; none: a design that retries until the call goes through).
+SET_REFUSAL_CAP = "INSERT OR REPLACE INTO config (name, value) VALUES ('refusal_cap', ?)"
+SELECT_REFUSAL_CAP = "SELECT value FROM config WHERE name = 'refusal_cap'"
+#: The calls for one record and step since the last one that got through: a caller's attempts in a row.
+SELECT_STREAK = """
+SELECT COUNT(*) FROM calls
+WHERE record_id = ? AND step = ? AND kind = 'apply'
+  AND rowid > COALESCE((SELECT MAX(rowid) FROM calls WHERE record_id = ? AND step = ? AND kind = 'apply'
+                          AND outcome IN ('applied', 'duplicate')), 0)"""
 
 
 class ExternalService:
@@ -181,19 +188,22 @@ class ExternalService:
         self.failure_rate = rate
 
     def faults_settled(self) -> bool:
-        """No scheduled fault left to take, and every refused call has since got through: a new
-        burst of faults now cannot stack onto the last one (one call never meets more than one
-        burst; a correct project's retries of one call ride out one burst, not two in a row)."""
+        """No scheduled fault left to take, and the latest apply got through: a new burst of
+        faults now cannot stack onto the last one (one call never meets more than one burst)."""
         if self.conn.execute(SELECT_SCHEDULED).fetchone() is not None:
             return False
         if self.conn.execute(SELECT_HOLD).fetchone() is not None:
             return False  # a held refusal not yet taken or released
-        return self.conn.execute(SELECT_REFUSED).fetchone() is None  # every refused caller got through since
+        last = self.conn.execute(SELECT_LAST_APPLY).fetchone()
+        return last is None or last[0] in ("applied", "duplicate")
 
-    def schedule_faults(self, *, fail: int = 0, timeout: int = 0, hold: bool = False) -> None:
+    def schedule_faults(self, *, fail: int = 0, timeout: int = 0, hold: bool = False, cap: int | None = None) -> None:
         """The drill's nemesis: refuse the next ``fail`` calls; apply the ``timeout`` after
         them and answer with a timeout (in doubt). Seen by every process of this service.
-        ``hold``: the first refusal is raised only after ``release_hold()`` (HOLD_MAX_S at most)."""
+        ``hold``: the first refusal is raised only after ``release_hold()`` (HOLD_MAX_S at most).
+        ``cap``: a fault is never the caller's attempt number ``cap + 1`` or later at one call."""
+        if cap is not None:
+            self.conn.execute(SET_REFUSAL_CAP, (str(int(cap)),))
         if hold and fail:  # armed first: the burst's first refusal may come at once
             self.conn.execute(ARM_HOLD)
         for name, count in (("fail_next", fail), ("timeout_next", timeout)):
@@ -223,9 +233,18 @@ class ExternalService:
         while time.monotonic() < deadline and self.conn.execute(SELECT_HOLD).fetchone() is not None:
             time.sleep(0.005)
 
-    def _scheduled_fault(self) -> str | None:
-        """Inside the call's transaction: take one scheduled fault, if any ("fail_next" first)."""
+    def _scheduled_fault(self, record_id: str, step: str) -> str | None:
+        """Inside the call's transaction: take one scheduled fault, if any ("fail_next" first). A
+        call whose caller has already spent the attempts the drill may take from it goes through,
+        and the fault waits for the next call: with workers side by side, one caller can meet two
+        bursts in a row (the nemesis's next burst starts once any call got through), and a design
+        that gives up after N attempts must not be made to give up."""
         due = {name for name, _ in self.conn.execute(SELECT_SCHEDULED)}
+        if not due:
+            return None
+        cap = self.conn.execute(SELECT_REFUSAL_CAP).fetchone()
+        if cap is not None and self.conn.execute(SELECT_STREAK, (record_id, step, record_id, step)).fetchone()[0] >= int(cap[0]):
+            return None
         for name in ("fail_next", "timeout_next"):
             if name in due:
                 self.conn.execute(TAKE_SCHEDULED, (name,))
@@ -242,10 +261,9 @@ class ExternalService:
             raise TransientError(f"external service unavailable (simulated) for {record_id}")
         self._busy_is_transient("BEGIN IMMEDIATE")
         try:
-            fault = self._scheduled_fault()
+            fault = self._scheduled_fault(record_id, step)
             if fault == "fail_next":  # refused before anything is applied
                 self.conn.execute(INSERT_CALL, (key, record_id, step, "apply", "failed", pid, now))
-                self.conn.execute(SET_REFUSED, (record_id, step))
                 held = self.conn.execute(TAKE_HOLD).rowcount == 1
                 self.conn.execute("COMMIT")
                 if held:
@@ -261,7 +279,6 @@ class ExternalService:
             outcome = "duplicate" if seen else "applied"
             logged = "timeout" if fault == "timeout_next" else outcome
             self.conn.execute(INSERT_CALL, (key, record_id, step, "apply", logged, pid, now))
-            self.conn.execute(CLEAR_REFUSED, (record_id, step))
         except BaseException:
             if self.conn.in_transaction:
                 self.conn.execute("ROLLBACK")
