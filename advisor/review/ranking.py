@@ -113,7 +113,7 @@ TALLY_WEIGHT = 3.0
 #: give the same figures; a word is weaker evidence than an answer, so it stays below a rule's "usual cause".
 RESEMBLANCE_WEIGHT = 6.0
 #: A resemblance or a tally worth less than this many points is not named on the finding's line (noise).
-RESEMBLANCE_SHOWN = 1.0
+SHOWN_FROM = 1.0
 
 
 def features(answers: Mapping[str, str]) -> frozenset[tuple[str, str]]:
@@ -211,8 +211,8 @@ def why_ranked(
     rules = found.rules
     if position > len(ORDINALS):  # below the top three, a weak reason from the answers alone is noise
         rules = tuple((r, w) for r, w in rules if r.symptoms or w >= 3)
-    said = found.words.shared if RESEMBLANCE_WEIGHT * found.words.score >= RESEMBLANCE_SHOWN else ()
-    telling = found.tally.telling if TALLY_WEIGHT * found.tally.share >= RESEMBLANCE_SHOWN else ""
+    said = found.words.shared if RESEMBLANCE_WEIGHT * found.words.score >= SHOWN_FROM else ()
+    telling = found.tally.telling if TALLY_WEIGHT * found.tally.share >= SHOWN_FROM else ""
     if not rules and ((not found.precedents and not said and not telling) or position > len(ORDINALS)):
         # Missing (its label says so) or unexplained (the record names those together); past
         # incidents or the context's words alone explain only a finding near the top (a line each
