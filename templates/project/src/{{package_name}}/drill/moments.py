@@ -90,6 +90,13 @@ def in_recovery(kills: list[dict[str, Any]], rng: random.Random, usable: list[st
         event["delay_ms"] = round(rng.uniform(0, 5), 2)  # early in the recovery: its first batch
 
 
+def faults_a_call_rides_out(strategy: Any) -> int | None:
+    """A design that gives up after N attempts at one call (its ``CALL_ATTEMPTS``) rides out N - 1
+    faults in a row there; None: it retries until the call goes through."""
+    gives_up = getattr(strategy, "CALL_ATTEMPTS", None)
+    return gives_up - 1 if gives_up else None
+
+
 def long_burst(events: list[dict[str, Any]], strategy: Any) -> None:
     """Of two or more service-fail bursts, the run's last one and the one a stop follows (after_refusal)
     made LONG_BURST refusals: more than a call's quick retries, so what the job does then (a batch
@@ -99,8 +106,8 @@ def long_burst(events: list[dict[str, Any]], strategy: Any) -> None:
     fails = sorted((e for e in events if e["kind"] == "service-fail"), key=lambda e: e["at"])
     if len(fails) < 2:
         return
-    gives_up = getattr(strategy, "CALL_ATTEMPTS", None)
-    calls = LONG_BURST if gives_up is None else max(SERVICE_CALLS[1], min(LONG_BURST, gives_up - 1))
+    spare = faults_a_call_rides_out(strategy)
+    calls = LONG_BURST if spare is None else max(SERVICE_CALLS[1], min(LONG_BURST, spare))
     stopped = {round(e["at"] - 0.0001, 4) for e in events if e.get("moment") == "after-refusal"}
     for fail in fails:
         if fail is fails[-1] or fail["at"] in stopped:

@@ -18,6 +18,7 @@ from .. import job
 from ..runtime.errors import StoreUnavailable
 from ..runtime.external import ExternalService
 from ..runtime.service_log import calls_by
+from .moments import faults_a_call_rides_out
 from ..runtime.store import STATE_DB
 from ..runtime.strategy import Context
 from . import bad_input, store_away
@@ -284,8 +285,7 @@ class Nemesis(Resubmitting):
                 return None  # the last burst is still being taken: later
             if counts.get("fail"):
                 self.calls_at_refusals = self.progress.calls()  # before: the first refusal can be at once
-            gives_up = getattr(self.strategy, "CALL_ATTEMPTS", None)  # its attempts at one call, if it stops
-            service.schedule_faults(**counts, hold=bool(event.get("hold")), cap=gives_up - 1 if gives_up else None)
+            service.schedule_faults(**counts, hold=bool(event.get("hold")), cap=faults_a_call_rides_out(self.strategy))
         finally:
             service.close()
         self.history.add("fault", event=event["n"], kind=event["kind"], calls=event["calls"], done=done)
